@@ -1,0 +1,52 @@
+"""shardstream: a drop-in, faster and sturdier MosaicML Streaming (``import streaming``).
+
+Public names are imported lazily so that ``import streaming`` does no work beyond reading this
+file: the heavy modules (torch, pyarrow, the compiled kernels) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from streaming._version import __version__
+
+# Public name -> module that defines it.
+_EXPORTS = {
+    "StreamingDataset": "streaming.dataset",
+    "Stream": "streaming.stream",
+    "StreamingDataLoader": "streaming.dataloader",
+    "LocalDataset": "streaming.local",
+    "MDSWriter": "streaming.format.mds.writer",
+    "JSONWriter": "streaming.format.json.writer",
+    "CSVWriter": "streaming.format.xsv.writer",
+    "TSVWriter": "streaming.format.xsv.writer",
+    "XSVWriter": "streaming.format.xsv.writer",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streaming.dataloader import StreamingDataLoader
+    from streaming.dataset import StreamingDataset
+    from streaming.format.json.writer import JSONWriter
+    from streaming.format.mds.writer import MDSWriter
+    from streaming.format.xsv.writer import CSVWriter, TSVWriter, XSVWriter
+    from streaming.local import LocalDataset
+    from streaming.stream import Stream
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        # The reference's subpackages (streaming.base, ...) are importable as attributes too.
+        if name in ("base", "format", "plan", "storage", "explore"):
+            return importlib.import_module(f"streaming.{name}")
+        raise AttributeError(f"module 'streaming' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

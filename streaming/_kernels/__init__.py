@@ -1,0 +1,1 @@
+"""Compiled Cython kernels, built from ``src/*.pyx`` by ``setup.py``."""

@@ -1,0 +1,1 @@
+"""Epoch planning: pure functions from shard sizes, streams, world and epoch to sample ids."""

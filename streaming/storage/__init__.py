@@ -1,0 +1,1 @@
+"""Moving bytes: URL -> fsspec filesystem, downloads, uploads, and the local shard cache."""
