@@ -41,7 +41,7 @@ make_one() {
   stub_torchvision "$venv/bin/python"
 }
 
-make_one neprr "neprr-streaming==0.1.0"
+make_one neprr "neprr-streaming[writer]==0.1.0"
 "$BENCH_VENVS/neprr/bin/python" -c 'import importlib.metadata as m; print("neprr-streaming", m.version("neprr-streaming"), "ready")'
 make_one litdata "litdata"
 "$BENCH_VENVS/litdata/bin/python" -c 'import litdata; print("litdata", litdata.__version__, "ready")'
@@ -49,5 +49,4 @@ make_one litdata "litdata"
 if [ ! -x "$REF_VENV/bin/python" ] || ! "$REF_VENV/bin/python" -c 'import streaming' 2>/dev/null; then
   REF_VENV="$REF_VENV" bash "$HERE/../oracles/make_venv.sh"
 fi
-"$REF_VENV/bin/pip" install -q psutil
 echo "benchmark venvs ready under $BENCH_VENVS (reference: $REF_VENV)"

@@ -13,6 +13,10 @@ import sys
 # Subcommand -> (module, one-line help).
 _COMMANDS: dict[str, tuple[str, str]] = {
     "quickstart": ("streaming.cli.quickstart", "write a small MDS dataset and stream it back"),
+    "convert": ("streaming.cli.convert", "convert JSONL/Parquet/CSV/TSV files to an MDS dataset"),
+    "merge": ("streaming.cli.merge", "merge the index.json files of sub-datasets"),
+    "verify": ("streaming.cli.verify", "check a dataset's files, hashes and sample counts"),
+    "info": ("streaming.cli.info", "sum up a dataset: shards, samples, columns, sizes"),
 }
 
 

@@ -1,0 +1,78 @@
+"""Full-epoch iteration over a local, already-cached dataset; also time to first sample (TTFS).
+
+MDS implementations: ``StreamingDataset(local=<view>, remote=None, shuffle=..., batch_size=32)``
+iterated directly (``mode=direct``) or through ``StreamingDataLoader`` with ``num_workers`` 0 or 2
+(``mode=dl0``/``dl2``). litdata: its ``StreamingDataset``/``StreamingDataLoader`` over its own copy
+of the same rows. ``raw``: the NumPy ceiling over the same shard bytes (direct mode only; shuffled
+means a random permutation of indices). TTFS is measured from dataset construction (library
+already imported) to the first sample or batch. Params: ``kind``, ``data``, ``litdata``, ``mode``,
+``shuffle``, optional ``ttfs_only`` (stop after the first sample), ``batch_size``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+import numpy as np
+from _common import RawMDS, clean_shm, fresh_view, main, row_nbytes
+
+
+def _count(item: Any, batched: bool) -> int:
+    if not batched:
+        return 1
+    value = item["tokens"] if "tokens" in item else item["id"]
+    return len(value)
+
+
+def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
+    kind, mode, shuffle = params["kind"], params["mode"], bool(params["shuffle"])
+    batch_size = int(params.get("batch_size", 32))
+    workers = {"direct": None, "dl0": 0, "dl2": 2}[mode]
+    view = fresh_view(params["litdata" if impl == "litdata" else "data"])
+    try:
+        if impl == "raw":
+            if workers is not None:
+                raise ValueError("raw ceiling is direct-mode only")
+            t0 = time.perf_counter()
+            raw = RawMDS(view, kind)
+            if shuffle:
+                order = np.random.default_rng(0).permutation(len(raw)).tolist()
+                it = (raw[i] for i in order)
+            else:
+                it = iter(raw)
+        elif impl == "litdata":
+            from litdata import StreamingDataLoader, StreamingDataset
+
+            t0 = time.perf_counter()
+            ds = StreamingDataset(view, shuffle=shuffle)
+            it = iter(ds if workers is None else
+                      StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers))
+        else:
+            from streaming import StreamingDataLoader, StreamingDataset
+
+            clean_shm(impl)
+            t0 = time.perf_counter()
+            ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
+            it = iter(ds if workers is None else
+                      StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers))
+        first = next(it)
+        ttfs = time.perf_counter() - t0
+        count = _count(first, workers is not None)
+        if not params.get("ttfs_only"):
+            batched = workers is not None
+            for item in it:
+                count += _count(item, batched)
+        elapsed = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+    out = {"ttfs_s": ttfs}
+    if not params.get("ttfs_only"):
+        out.update(samples=count, seconds=elapsed, samples_s=count / elapsed,
+                   MB_s=count * row_nbytes(kind) / elapsed / 1e6)
+    return out
+
+
+if __name__ == "__main__":
+    main(run)

@@ -1,0 +1,95 @@
+"""Epoch planning: sampling + shuffle + partition, then one worker's view of the epoch.
+
+The dataset is synthetic (only shard sizes matter): ``samples`` samples in shards of
+``shard_samples`` (default 10,000), one stream, ``choose`` = all samples, world of 1 node x 8
+ranks x 2 workers, batch size 32, ``relaxed`` partition, shuffle on with ``algo``.
+- reference: its own ``generate_work_random_batching`` (``resample_streams`` ->
+  ``get_partitions`` -> ``get_shuffle`` -> map back), run on a namespace carrying the attributes
+  ``StreamingDataset`` would have, then worker (0, 0, 0)'s rows.
+- project: ``streaming.plan.PlanSpec`` + ``epoch_work`` + ``worker_work`` (its planner).
+Reports time, CPU time and the work's peak memory above the RSS before planning (VmHWM after a
+``clear_refs`` reset). Params: ``samples``, ``nc``, ``algo``, optional ``shard_samples``.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+from _common import main, reset_peak_rss, rss_mb, vm_hwm_mb
+
+NODES, RANKS, WORKERS, BATCH, SEED, EPOCH = 1, 8, 2, 32, 9176, 0
+
+
+def _sizes(n: int, per: int) -> np.ndarray:
+    sizes = np.full(n // per, per, np.int64)
+    if n % per:
+        sizes = np.append(sizes, n % per)
+    return sizes
+
+
+def _reference_planner(sizes: np.ndarray, nc: int, algo: str):
+    from streaming.base.batching.random import generate_work_random_batching
+    from streaming.base.dataset import StreamingDataset
+
+    n = int(sizes.sum())
+    ds = SimpleNamespace(
+        shuffle_seed=SEED, sampling_method="balanced", sampling_granularity=1,
+        epoch_seed_change=True, num_streams=1, shard_offset_per_stream=np.array([0]),
+        shards_per_stream=np.array([len(sizes)]), samples_per_shard=sizes,
+        sample_offset_per_shard=np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+        streams=[SimpleNamespace(choose=n)], num_canonical_nodes=nc, batch_size=BATCH,
+        partition_algo="relaxed", epoch_size=n, initial_physical_nodes=None, shuffle=True,
+        shuffle_algo=algo, shuffle_block_size=max(4_000_000 // nc, 1 << 18),
+    )
+    ds.resample_streams = StreamingDataset.resample_streams.__get__(ds)
+    world = SimpleNamespace(num_nodes=NODES, ranks_per_node=RANKS, workers_per_rank=WORKERS)
+
+    def plan() -> np.ndarray:
+        work = generate_work_random_batching(ds, world, EPOCH, 0)
+        return work[0, 0, 0].flatten()
+
+    return plan
+
+
+def _project_planner(sizes: np.ndarray, nc: int, algo: str):
+    from streaming.plan import PlanSpec, epoch_work, worker_work
+
+    n = int(sizes.sum())
+    spec = PlanSpec(samples_per_shard=sizes, shards_per_stream=[len(sizes)], choose_per_stream=[n],
+                    proportion_per_stream=[1.0], num_canonical_nodes=nc, batch_size=BATCH,
+                    shuffle=True, shuffle_algo=algo, shuffle_seed=SEED)
+
+    def plan() -> np.ndarray:
+        work = epoch_work(spec, NODES, RANKS, WORKERS, EPOCH, 0)
+        return worker_work(work, 0, 0, 0)
+
+    return plan
+
+
+def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
+    n, nc, algo = int(params["samples"]), int(params["nc"]), params["algo"]
+    sizes = _sizes(n, int(params.get("shard_samples", 10_000)))
+    make = {"reference": _reference_planner, "project": _project_planner}.get(impl)
+    if make is None:
+        raise NotImplementedError(f"{impl} exposes no planner API")
+    plan = make(sizes, nc, algo)
+    before = rss_mb()
+    reset_peak_rss()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    ids = plan()
+    elapsed = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    work_mb = vm_hwm_mb() - before
+    checksum = int(ids[:1000].sum())  # the same for every faithful planner
+    return {"seconds": elapsed, "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
+            "work_mb": work_mb, "worker_samples": int(len(ids)), "head_checksum": checksum,
+            "epoch_int64_mb": n * 8 / 2**20}
+
+
+if __name__ == "__main__":
+    main(run)

@@ -1,0 +1,8 @@
+import numpy as np
+from numpy.typing import NDArray
+
+def compose_ids(
+    work: NDArray[np.int64],
+    shuffle: NDArray[np.int64] | None = ...,
+    small_per_big: NDArray[np.int64] | None = ...,
+) -> None: ...

@@ -1,0 +1,31 @@
+import numpy as np
+from numpy.typing import NDArray
+
+def shuffle_spans(
+    rng: np.random.Generator,
+    begins: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    out: NDArray[np.int64],
+) -> None: ...
+def gather_shuffle_pieces(
+    rng: np.random.Generator,
+    src: NDArray[np.int64],
+    starts: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    out: NDArray[np.int64],
+) -> None: ...
+def shuffle_blocks_py1br(
+    rng: np.random.Generator,
+    ids: NDArray[np.int64],
+    node_bounds: NDArray[np.int64],
+    stagger: NDArray[np.int64],
+    low: int,
+    high: int,
+) -> None: ...
+def spread_sort_py1e(
+    rng: np.random.Generator,
+    ids: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    low: int,
+    high: int,
+) -> bool: ...

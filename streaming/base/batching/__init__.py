@@ -1,0 +1,23 @@
+"""Re-exports of ``streaming.plan.batching`` at the reference's module path.
+
+These take a ``streaming.plan.PlanSpec`` and a ``(nodes, ranks per node, workers per rank)``
+tuple where the reference took a ``StreamingDataset`` and a ``World``.
+"""
+
+from streaming.plan.batching import (
+    batching_methods,
+    generate_work,
+    generate_work_device_per_stream_batching,
+    generate_work_per_stream_batching,
+    generate_work_random_batching,
+    generate_work_stratified_batching,
+)
+
+__all__ = [
+    "batching_methods",
+    "generate_work",
+    "generate_work_device_per_stream_batching",
+    "generate_work_per_stream_batching",
+    "generate_work_random_batching",
+    "generate_work_stratified_batching",
+]

@@ -1,0 +1,12 @@
+"""The reference's ``streaming.base.converters.dataframe_to_mds``. Re-exports only."""
+
+from streaming.converters.spark import (
+    SPARK_TO_MDS,
+    dataframe_to_mds,
+    infer_dataframe_schema,
+    is_json_compatible,
+    logger,
+)
+
+__all__ = ["dataframe_to_mds", "SPARK_TO_MDS", "infer_dataframe_schema", "is_json_compatible",
+           "logger"]

@@ -1,0 +1,5 @@
+"""Re-export of :mod:`streaming.stream` at the reference's path."""
+
+from streaming.stream import Stream, streams_registry
+
+__all__ = ["Stream", "streams_registry"]

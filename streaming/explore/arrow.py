@@ -1,0 +1,252 @@
+"""Shard samples to Arrow columns, one converter per encoding, working on encoded bytes.
+
+MDS columns are converted from their encoded bytes in bulk (fixed-size numbers and fixed-shape
+arrays are one ``frombuffer`` per shard), so images stay as their encoded files and pickles are
+never unpickled. JSON and XSV shards are decoded by their reader and typed by Arrow.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow
+
+    from streaming.explore.index import ColumnInfo, ShardInfo
+
+__all__ = ["concat_tables", "empty_table", "samples_to_table", "split_mds_sample"]
+
+_NUMERIC = {
+    "int": "int64", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "float16": "float16", "float32": "float32", "float64": "float64",
+}
+_IMAGE_LISTS = {"list[jpeg]": "jpeg", "list[png]": "png", "list[pil]": "pil"}
+
+
+def split_mds_sample(info: ShardInfo, data: bytes) -> list[bytes]:
+    """Cut one encoded MDS sample into its columns' encoded bytes.
+
+    Layout: a ``uint32`` size for each variable-size column, in column order, then every
+    column's bytes in column order (fixed-size columns take their declared size).
+
+    Args:
+        info (ShardInfo): The shard (for its column sizes and name in errors).
+        data (bytes): The sample's bytes.
+
+    Returns:
+        List[bytes]: One entry per column.
+
+    Raises:
+        ValueError: The sizes do not fit in ``data``.
+    """
+    sizes: list[int] = []
+    pos = 0
+    for column in info.columns:
+        if column.size is not None:
+            sizes.append(column.size)
+        else:
+            if pos + 4 > len(data):
+                raise ValueError(f"{info.basename}: sample header is truncated")
+            sizes.append(int.from_bytes(data[pos:pos + 4], "little"))
+            pos += 4
+    parts = []
+    for size in sizes:
+        if pos + size > len(data):
+            raise ValueError(f"{info.basename}: sample is shorter than its column sizes")
+        parts.append(data[pos:pos + size])
+        pos += size
+    return parts
+
+
+def _u32(data: bytes, pos: int) -> int:
+    return int.from_bytes(data[pos:pos + 4], "little")
+
+
+def _list_items(data: bytes, header: int) -> list[bytes]:
+    """Items of an MDS list encoding: ``[pad u32 if header==8][n u32][n x size u32][items]``."""
+    pos = header - 4
+    n = _u32(data, pos)
+    pos += 4
+    sizes = [_u32(data, pos + 4 * i) for i in range(n)]
+    pos += 4 * n
+    items = []
+    for size in sizes:
+        items.append(bytes(data[pos:pos + size]))
+        pos += size
+    return items
+
+
+def _pil_to_png(data: bytes) -> bytes:
+    from streaming.format.mds.encodings import mds_decode
+
+    image = mds_decode("pil", data)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def _ndarray_column(encoding: str, parts: list[bytes]) -> pyarrow.Array:
+    import pyarrow as pa
+
+    from streaming.format.mds.encodings import mds_decode
+
+    args = encoding.split(":")[1:]
+    dtype = args[0] if args else None
+    shape = tuple(int(x) for x in args[1].split(",")) if len(args) > 1 else None
+    if dtype and shape:
+        flat = np.frombuffer(b"".join(parts), dtype)
+        return pa.FixedShapeTensorArray.from_numpy_ndarray(flat.reshape((len(parts), *shape)))
+    arrays = [mds_decode(encoding, p) for p in parts]
+    shapes = pa.array([list(a.shape) for a in arrays], pa.list_(pa.int64()))
+    if dtype:
+        data = pa.array([a.reshape(-1) for a in arrays], pa.list_(pa.from_numpy_dtype(dtype)))
+        return pa.StructArray.from_arrays([shapes, data], ["shape", "data"])
+    dtypes = pa.array([a.dtype.name for a in arrays], pa.string())
+    data = pa.array([a.tobytes() for a in arrays], pa.binary())
+    return pa.StructArray.from_arrays([dtypes, shapes, data], ["dtype", "shape", "data"])
+
+
+def _try(values: list[Any], fallback: Callable[[], pyarrow.Array]) -> pyarrow.Array:
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return fallback()
+
+
+def mds_column(encoding: str, parts: list[bytes]) -> pyarrow.Array:
+    """Convert one MDS column (its encoded values, one per sample) to an Arrow array.
+
+    Args:
+        encoding (str): The column's MDS encoding.
+        parts (List[bytes]): The encoded values.
+
+    Returns:
+        pyarrow.Array: The column.
+    """
+    import pyarrow as pa
+
+    base = encoding.split(":")[0]
+    if base in _NUMERIC:
+        dtype = np.dtype(_NUMERIC[base]).newbyteorder("<")
+        return pa.array(np.frombuffer(b"".join(parts), dtype))
+    if base == "str":
+        return pa.array([bytes(p).decode("utf-8") for p in parts], pa.string())
+    if base in ("bytes", "pkl", "jpeg", "png"):
+        return pa.array([bytes(p) for p in parts], pa.binary())
+    if base == "json":
+        return pa.array([bytes(p).decode("utf-8") for p in parts], pa.string())
+    if base == "ndarray":
+        return _ndarray_column(encoding, parts)
+    if base == "str_int":
+        texts = [bytes(p).decode("utf-8") for p in parts]
+        return _try([int(t) for t in texts], lambda: pa.array(texts, pa.string()))
+    if base == "str_float":
+        return pa.array([float(bytes(p).decode("utf-8")) for p in parts], pa.float64())
+    if base == "str_decimal":
+        texts = [bytes(p).decode("utf-8") for p in parts]
+        return _try([Decimal(t) for t in texts], lambda: pa.array(texts, pa.string()))
+    if base == "pil":
+        return pa.array([_pil_to_png(bytes(p)) for p in parts], pa.binary())
+    if encoding in _IMAGE_LISTS:
+        items = [_list_items(bytes(p), 8) for p in parts]
+        if _IMAGE_LISTS[encoding] == "pil":
+            items = [[_pil_to_png(x) for x in row] for row in items]
+        return pa.array(items, pa.list_(pa.binary()))
+    if encoding in ("jpeg_array", "jpegarray"):
+        return pa.array([_list_items(bytes(p), 4) for p in parts], pa.list_(pa.binary()))
+    # An encoding registered by the user: decode it and let Arrow type it, else keep bytes.
+    from streaming.format.mds.encodings import mds_decode
+
+    return _try([mds_decode(encoding, p) for p in parts],
+                lambda: pa.array([bytes(p) for p in parts], pa.binary()))
+
+
+def _field(name: str, array: pyarrow.Array, encoding: str) -> pyarrow.Field:
+    import pyarrow as pa
+
+    meta = {"encoding": encoding}
+    base = encoding.split(":")[0]
+    if base in ("jpeg", "png", "pil") or encoding in _IMAGE_LISTS or base.startswith("jpeg"):
+        meta["content"] = "image/jpeg" if "jpeg" in encoding else "image/png"
+    return pa.field(name, array.type, metadata=meta)
+
+
+def samples_to_table(info: ShardInfo, reader: Any, indices: Sequence[int], names: Sequence[str]
+                     ) -> pyarrow.Table:
+    """Samples ``indices`` of one shard as an Arrow table with columns ``names``.
+
+    Args:
+        info (ShardInfo): The shard's index entry.
+        reader (Reader): Its reader (from :func:`streaming.format.reader_from_json`).
+        indices (Sequence[int]): Sample indices within the shard.
+        names (Sequence[str]): Columns to include.
+
+    Returns:
+        pyarrow.Table: The table.
+    """
+    import pyarrow as pa
+
+    encodings = {c.name: c.encoding for c in info.columns}
+    arrays, fields = [], []
+    if info.format == "mds":
+        position = {c.name: i for i, c in enumerate(info.columns)}
+        rows = [split_mds_sample(info, reader.get_sample_data(j)) for j in indices]
+        for name in names:
+            k = position[name]
+            array = mds_column(encodings[name], [row[k] for row in rows])
+            arrays.append(array)
+            fields.append(_field(name, array, encodings[name]))
+    else:
+        samples = [reader.get_item(j) for j in indices]
+        for name in names:
+            array = pa.array([s[name] for s in samples])
+            arrays.append(array)
+            fields.append(_field(name, array, encodings.get(name, "")))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def concat_tables(tables: list[pyarrow.Table]) -> pyarrow.Table:
+    """Concatenate per-shard tables (types widened where shards differ, e.g. all-null ones).
+
+    Args:
+        tables (List[pyarrow.Table]): Tables with the same column names.
+
+    Returns:
+        pyarrow.Table: One table.
+    """
+    import pyarrow as pa
+
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def empty_table(columns: Sequence[ColumnInfo], names: Sequence[str]) -> pyarrow.Table:
+    """A table with no rows and the given columns typed as :func:`mds_column` would type them.
+
+    Args:
+        columns (Sequence[ColumnInfo]): The dataset's schema.
+        names (Sequence[str]): Columns to include.
+
+    Returns:
+        pyarrow.Table: An empty table.
+    """
+    import pyarrow as pa
+
+    encodings = {c.name: c.encoding for c in columns}
+    fields = []
+    for name in names:
+        try:
+            array = mds_column(encodings[name], [])
+        except Exception:  # an encoding that can't type an empty column
+            array = pa.array([], pa.null())
+        fields.append(_field(name, array, encodings[name]))
+    return pa.schema(fields).empty_table()
+

@@ -1,0 +1,315 @@
+"""Compression codecs for shard files: a registry of ``name[:level]`` -> codec.
+
+The names, default levels and filename extensions are the reference's (``br``, ``bz2``, ``gz``,
+``snappy``, ``zstd``, each with ``:level`` variants), and for the same input every codec emits the
+reference's bytes:
+
+* ``zstd`` runs libzstd in multithreaded mode (``threads=-1``), which is what the reference's
+  ``zstd.compress`` does on any machine with more than one core; zstd's multithreaded output does
+  not depend on the number of workers, so it is stable across machines.
+* ``gz`` writes the current time into the gzip header, exactly like ``gzip.compress``: two runs
+  differ in those four bytes (the reference has the same property).
+
+Codecs whose library is an optional extra (``br``: brotli, ``snappy``: python-snappy) stay
+registered when the library is missing and raise an ``ImportError`` naming the extra on use.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib
+from typing import Any, Callable, Iterator
+
+__all__ = [
+    "Compression",
+    "compress",
+    "decompress",
+    "get_compression_extension",
+    "get_compressions",
+    "is_compression",
+]
+
+
+def _import(module: str, extra: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"{module!r} is needed for this compression; install it with "
+            f"`pip install 'shardstream[{extra}]'`"
+        ) from err
+
+
+class Compression:
+    """A compression algorithm at one level.
+
+    Args:
+        level (int, optional): Compression level, for families that have levels. Defaults to the
+            family's default level.
+    """
+
+    extension: str = ""  # Filename extension and family name.
+    levels: list[int] = []  # Allowed levels; empty if the family has none.
+    default_level: int | None = None
+
+    def __init__(self, level: int | None = None) -> None:
+        if level is None:
+            level = self.default_level
+        elif level not in self.levels:
+            raise ValueError(f"{self.extension}: invalid compression level {level}")
+        self.level = level
+
+    @classmethod
+    def each(cls) -> Iterator[tuple[str, Compression]]:
+        """Get each named variant of this family.
+
+        Returns:
+            Iterator[Tuple[str, Compression]]: ``(name, codec)`` for the default and each level.
+        """
+        yield cls.extension, cls()
+        for level in cls.levels:
+            yield f"{cls.extension}:{level}", cls(level)
+
+    def compress(self, data: bytes) -> bytes:
+        """Compress arbitrary data.
+
+        Args:
+            data (bytes): Uncompressed data.
+
+        Returns:
+            bytes: Compressed data.
+        """
+        raise NotImplementedError
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        """Decompress data compressed by this algorithm.
+
+        Args:
+            data (bytes): Compressed data.
+            max_size (int, optional): If given, refuse to produce more than this many bytes
+                (guards against decompression bombs). Not every codec can stop early; all of
+                them check the result.
+
+        Returns:
+            bytes: Decompressed data.
+        """
+        raise NotImplementedError
+
+
+class Brotli(Compression):
+    """Brotli compression (extra ``brotli``)."""
+
+    extension = "br"
+    levels = list(range(12))
+    default_level = 11
+
+    def compress(self, data: bytes) -> bytes:
+        return _import("brotli", "brotli").compress(bytes(data), quality=self.level)
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        return _checked(_import("brotli", "brotli").decompress(bytes(data)), max_size)
+
+
+class Bzip2(Compression):
+    """Bzip2 compression."""
+
+    extension = "bz2"
+    levels = list(range(1, 10))
+    default_level = 9
+
+    def compress(self, data: bytes) -> bytes:
+        return bz2.compress(data, self.level)
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        if max_size is None:
+            return bz2.decompress(data)
+        return _bounded(bz2.BZ2Decompressor(), data, max_size)
+
+
+class Gzip(Compression):
+    """Gzip compression."""
+
+    extension = "gz"
+    levels = list(range(10))
+    default_level = 9
+
+    def compress(self, data: bytes) -> bytes:
+        return gzip.compress(data, self.level)
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        return _checked(gzip.decompress(data), max_size)
+
+
+class Snappy(Compression):
+    """Snappy compression (extra ``snappy``)."""
+
+    extension = "snappy"
+
+    def compress(self, data: bytes) -> bytes:
+        return _import("snappy", "snappy").compress(bytes(data))
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        return _checked(_import("snappy", "snappy").decompress(bytes(data)), max_size)
+
+
+def _checked(out: bytes, max_size: int | None) -> bytes:
+    if max_size is not None and len(out) > max_size:
+        raise ValueError(f"compressed data expands to {len(out)} bytes, more than {max_size}")
+    return out
+
+
+class Zstandard(Compression):
+    """Zstandard compression."""
+
+    extension = "zstd"
+    levels = list(range(1, 23))
+    default_level = 3
+
+    def compress(self, data: bytes) -> bytes:
+        import zstandard
+
+        # Multithreaded mode: byte-identical to the reference's ``zstd.compress`` (see module doc).
+        return zstandard.ZstdCompressor(level=self.level, threads=-1).compress(data)
+
+    def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
+        import zstandard
+
+        try:
+            declared = zstandard.frame_content_size(data)
+        except zstandard.ZstdError as err:
+            raise ValueError(f"not zstd data: {err}") from err
+        if max_size is not None and declared > max_size:
+            raise ValueError(f"zstd frame declares {declared} bytes, more than {max_size}")
+        # A stream reader handles frames without a declared size and concatenated frames.
+        obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        return _checked(obj.decompress(data), max_size)
+
+
+def _bounded(obj: Any, data: bytes, max_size: int | None) -> bytes:
+    """Run an incremental decompressor, refusing output beyond ``max_size`` bytes."""
+    if max_size is None:
+        return obj.decompress(data)
+    try:
+        out = obj.decompress(data, max_size + 1)
+    except TypeError:  # decompressor without a max_length argument
+        out = obj.decompress(data)
+    if len(out) > max_size:
+        raise ValueError(f"compressed data expands beyond {max_size} bytes")
+    return out
+
+
+# Compression algorithm families (extension -> class).
+_families: dict[str, type[Compression]] = {
+    "br": Brotli,
+    "bz2": Bzip2,
+    "gz": Gzip,
+    "snappy": Snappy,
+    "zstd": Zstandard,
+}
+
+
+def _collect(families: dict[str, type[Compression]]) -> dict[str, Compression]:
+    algos: dict[str, Compression] = {}
+    for cls in families.values():
+        for name, obj in cls.each():
+            algos[name] = obj
+    return algos
+
+
+# Compression algorithms (extension[:level] -> instance).
+_algorithms: dict[str, Compression] = _collect(_families)
+
+
+def get_compressions() -> set[str]:
+    """List supported compression algorithms.
+
+    Returns:
+        Set[str]: Compression algorithm names (``family`` or ``family:level``).
+    """
+    return set(_algorithms)
+
+
+def is_compression(algo: str | None) -> bool:
+    """Get whether this compression algorithm is supported.
+
+    Args:
+        algo (str, optional): Compression.
+
+    Returns:
+        bool: Whether supported.
+    """
+    return algo in _algorithms
+
+
+def _get(algo: str) -> Compression:
+    obj = _algorithms.get(algo) if isinstance(algo, str) else None
+    if obj is None:
+        raise ValueError(f"{algo} is not a supported compression algorithm.")
+    return obj
+
+
+def get_compression_extension(algo: str) -> str:
+    """Get compressed filename extension.
+
+    Args:
+        algo (str): Compression.
+
+    Returns:
+        str: Filename extension.
+
+    Raises:
+        ValueError: Unknown compression.
+    """
+    return _get(algo).extension
+
+
+def compress(algo: str | None, data: bytes) -> bytes:
+    """Compress arbitrary data.
+
+    Args:
+        algo (str, optional): Compression, or ``None`` for none.
+        data (bytes): Uncompressed data.
+
+    Returns:
+        bytes: Compressed data.
+
+    Raises:
+        ValueError: Unknown compression.
+        ImportError: The codec's optional library is not installed.
+    """
+    if algo is None:
+        return data
+    return _get(algo).compress(data)
+
+
+def decompress(algo: str | None, data: bytes, max_size: int | None = None) -> bytes:
+    """Decompress data compressed by this algorithm.
+
+    Args:
+        algo (str, optional): Compression, or ``None`` for none.
+        data (bytes): Compressed data.
+        max_size (int, optional): Refuse to produce more than this many bytes.
+
+    Returns:
+        bytes: Decompressed data.
+
+    Raises:
+        ValueError: Unknown compression, or output larger than ``max_size``.
+        ImportError: The codec's optional library is not installed.
+    """
+    if algo is None:
+        return data
+    return _get(algo).decompress(data, max_size)
+
+
+def get_compressor(algo: str) -> Callable[[bytes], bytes]:
+    """Get the function that compresses with ``algo`` (for hot loops).
+
+    Args:
+        algo (str): Compression.
+
+    Returns:
+        Callable[[bytes], bytes]: The compress function.
+    """
+    return _get(algo).compress

@@ -1,0 +1,278 @@
+""":class:`MDSReader` reads samples from ``.mds`` shards written by :class:`MDSWriter`.
+
+The raw shard file is memory-mapped on first access and its offset table validated once against
+the file size (compiled kernel ``streaming._kernels._mds``); each sample is then cut into columns
+and decoded without another system call. A truncated or corrupt shard raises ``ValueError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any, Union
+
+import numpy as np
+
+from streaming._kernels import _mds
+from streaming.format.base.reader import FileInfo, JointReader
+from streaming.format.index import validate_shard
+from streaming.format.mds.encodings import Bytes, Str, get_coder, is_mds_encoding_safe
+
+__all__ = ["MDSReader"]
+
+_KIND_BYTES, _KIND_STR, _KIND_CALL = 0, 1, 2
+
+
+class MDSReader(JointReader):
+    """Provides random access to the samples of an MDS shard.
+
+    Args:
+        dirname (str): Local dataset directory.
+        split (str, optional): Which dataset split to use, if any.
+        column_encodings (List[str]): Column encodings.
+        column_names (List[str]): Column names.
+        column_sizes (List[Optional[int]]): Column fixed sizes, if any.
+        compression (str, optional): Optional compression or compression:level.
+        hashes (List[str]): Optional list of hash algorithms to apply to shard files.
+        raw_data (FileInfo): Uncompressed data file info.
+        samples (int): Number of samples in this shard.
+        size_limit (Union[int, str], optional): Optional shard size limit, after
+            which point to start a new shard. If None, puts everything in one shard.
+            Can specify bytes in human-readable format as well, for example
+            ``"100kb"`` for 100 kilobyte (100*1024) and so on.
+        zip_data (FileInfo, optional): Compressed data file info.
+
+    Raises:
+        ValueError: Columns are inconsistent or use an unknown encoding.
+    """
+
+    def __init__(
+        self,
+        dirname: str,
+        split: str | None,
+        column_encodings: list[str],
+        column_names: list[str],
+        column_sizes: list[int | None],
+        compression: str | None,
+        hashes: list[str],
+        raw_data: FileInfo,
+        samples: int,
+        size_limit: Union[int, str] | None,
+        zip_data: FileInfo | None,
+    ) -> None:
+        super().__init__(
+            dirname, split, compression, hashes, raw_data, samples, size_limit, zip_data
+        )
+        self.column_encodings = column_encodings
+        self.column_names = column_names
+        self.column_sizes = column_sizes
+        where = os.path.join(dirname, self.split, raw_data.basename)
+        if not (len(column_encodings) == len(column_names) == len(column_sizes)):
+            raise ValueError(f"{where}: column names, encodings and sizes differ in length")
+        kinds, decoders, fixed = [], [], []
+        for name, encoding, size in zip(column_names, column_encodings, column_sizes):
+            coder = get_coder(encoding)
+            if coder is None:
+                raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r}")
+            if size is not None and (not isinstance(size, int) or size < 0):
+                raise ValueError(f"{where}: column {name!r} has invalid size {size!r}")
+            # Exact types: a user subclass of Bytes/Str may decode differently.
+            kind = {Bytes: _KIND_BYTES, Str: _KIND_STR}.get(type(coder), _KIND_CALL)
+            kinds.append(kind)
+            decoders.append(coder.decode)
+            fixed.append(-1 if size is None else size)
+        self._names = tuple(column_names)
+        self._kinds = np.array(kinds, np.int64)
+        self._decoders = tuple(decoders)
+        self._fixed = np.array(fixed, np.int64)
+        self._filename = ""
+        self._mmap: mmap.mmap | None = None
+        self._buf: Any = None
+
+    @classmethod
+    def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> MDSReader:
+        """Initialize from JSON object.
+
+        Args:
+            dirname (str): Local directory containing shards.
+            split (str, optional): Which dataset split to use, if any.
+            obj (Dict[str, Any]): JSON object to load.
+
+        Returns:
+            Self: Loaded MDSReader.
+
+        Raises:
+            ValueError: The object is not a valid MDS shard entry.
+        """
+        where = f"{os.path.join(dirname, split or '')}: MDS shard"
+        if obj.get("version") != 2:
+            raise ValueError(
+                f"Unsupported streaming data version: {obj.get('version')}. Expected version 2."
+            )
+        if obj.get("format") != "mds":
+            raise ValueError(f"Unsupported data format: {obj.get('format')}. Expected to be `mds`.")
+        validate_shard(obj, where)
+        for key in ("column_encodings", "column_names", "column_sizes"):
+            if not isinstance(obj.get(key), list):
+                raise ValueError(f"{where}: {key} must be a list")
+        zip_data = obj.get("zip_data")
+        return cls(
+            dirname=dirname,
+            split=split,
+            column_encodings=list(obj["column_encodings"]),
+            column_names=list(obj["column_names"]),
+            column_sizes=list(obj["column_sizes"]),
+            compression=obj["compression"],
+            hashes=list(obj["hashes"]),
+            raw_data=FileInfo(**obj["raw_data"]),
+            samples=obj["samples"],
+            size_limit=obj["size_limit"],
+            zip_data=FileInfo(**zip_data) if zip_data else None,
+        )
+
+    def validate(self, allow_unsafe_types: bool) -> None:
+        """Check whether this shard is acceptable to be part of some Stream.
+
+        Args:
+            allow_unsafe_types (bool): If a shard contains Pickle, which allows arbitrary code
+                execution during deserialization, whether to keep going if ``True`` or raise an
+                error if ``False``.
+
+        Raises:
+            ValueError: A column is unsafe and ``allow_unsafe_types`` is False.
+        """
+        if not allow_unsafe_types:
+            for name, encoding in zip(self.column_names, self.column_encodings):
+                if not is_mds_encoding_safe(encoding):
+                    raise ValueError(
+                        f"Column {name} contains an unsafe type: {encoding}. To proceed anyway, "
+                        f"set ``allow_unsafe_types=True``."
+                    )
+
+    # ---- the memory map ---------------------------------------------------------------------
+
+    def _open(self) -> Any:
+        filename = os.path.join(self.dirname, self.split, self.raw_data.basename)
+        with open(filename, "rb") as fp:
+            size = os.fstat(fp.fileno()).st_size
+            if size < 8:
+                raise ValueError(
+                    f"{filename}: shard is truncated ({size} bytes, need at least 8); delete it "
+                    f"or re-download it"
+                )
+            mapped = mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            buf = memoryview(mapped)
+            _mds.check_shard(buf, self.samples, filename)
+        except BaseException:
+            buf = None
+            mapped.close()
+            raise
+        self._filename = filename
+        self._mmap = mapped
+        self._buf = buf
+        return buf
+
+    def close(self) -> None:
+        """Unmap the shard file (it is mapped again on next access)."""
+        buf, mapped = self._buf, self._mmap
+        self._buf = self._mmap = None
+        if buf is not None:
+            buf.release()
+        if mapped is not None:
+            mapped.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_mmap"] = state["_buf"] = None  # maps don't cross processes; re-open there
+        return state
+
+    # ---- samples ----------------------------------------------------------------------------
+
+    def decode_sample(self, data: bytes) -> dict[str, Any]:
+        """Decode a sample dict from bytes.
+
+        Args:
+            data (bytes): The sample encoded as bytes.
+
+        Returns:
+            Dict[str, Any]: Sample dict.
+
+        Raises:
+            ValueError: The bytes are inconsistent with the columns.
+        """
+        # Present the row as a one-row shard so the checked kernel does the cutting.
+        head = np.array([1, 12, 12 + len(data)], np.uint32).tobytes()
+        return _mds.decode_row(
+            head + bytes(data),
+            0,
+            1,
+            self._names,
+            self._kinds,
+            self._decoders,
+            self._fixed,
+            self._filename or self.raw_data.basename,
+        )
+
+    def get_sample_data(self, idx: int) -> bytes:
+        """Get the raw sample data at the index.
+
+        Args:
+            idx (int): Sample index.
+
+        Returns:
+            bytes: Sample data.
+
+        Raises:
+            IndexError: ``idx`` out of range.
+            ValueError: The shard is truncated or corrupt.
+        """
+        buf = self._buf if self._buf is not None else self._open()
+        return _mds.row_bytes(buf, idx, self.samples, self._filename)
+
+    def get_item(self, idx: int) -> dict[str, Any]:
+        """Get the sample at the index.
+
+        Args:
+            idx (int): Sample index.
+
+        Returns:
+            Dict[str, Any]: Sample dict.
+
+        Raises:
+            IndexError: ``idx`` out of range.
+            ValueError: The shard is truncated or corrupt.
+        """
+        buf = self._buf if self._buf is not None else self._open()
+        return _mds.decode_row(
+            buf,
+            idx,
+            self.samples,
+            self._names,
+            self._kinds,
+            self._decoders,
+            self._fixed,
+            self._filename,
+        )
+
+    def get_items(self, idxs: Any) -> list[dict[str, Any]]:
+        """Get many samples of this shard in one call.
+
+        Args:
+            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
+
+        Returns:
+            List[Dict[str, Any]]: Sample dicts, in order.
+        """
+        buf = self._buf if self._buf is not None else self._open()
+        return _mds.decode_rows(
+            buf,
+            np.ascontiguousarray(idxs, np.int64),
+            self.samples,
+            self._names,
+            self._kinds,
+            self._decoders,
+            self._fixed,
+            self._filename,
+        )

@@ -1,0 +1,143 @@
+""":class:`XSVReader`, :class:`CSVReader`, :class:`TSVReader`: random access to XSV shards."""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from streaming.format.base.reader import FileInfo
+from streaming.format.split_reader import SplitTextReader
+from streaming.format.xsv.encodings import _encodings
+
+__all__ = ["XSVReader", "CSVReader", "TSVReader"]
+
+
+class XSVReader(SplitTextReader):
+    """Provides random access to the samples of an XSV shard.
+
+    Args:
+        dirname (str): Local dataset directory.
+        split (str, optional): Which dataset split to use, if any.
+        column_encodings (List[str]): Column encodings.
+        column_names (List[str]): Column names.
+        compression (str, optional): Optional compression or compression:level.
+        hashes (List[str]): Optional list of hash algorithms to apply to shard files.
+        newline (str): Newline character(s).
+        raw_data (FileInfo): Uncompressed data file info.
+        raw_meta (FileInfo): Uncompressed meta file info.
+        samples (int): Number of samples in this shard.
+        separator (str): Separator character(s).
+        size_limit (Union[int, str], optional): Optional shard size limit.
+        zip_data (FileInfo, optional): Compressed data file info.
+        zip_meta (FileInfo, optional): Compressed meta file info.
+
+    Raises:
+        ValueError: An unknown column encoding, or an empty separator/newline.
+    """
+
+    format = "xsv"
+
+    def __init__(
+        self,
+        dirname: str,
+        split: str | None,
+        column_encodings: list[str],
+        column_names: list[str],
+        compression: str | None,
+        hashes: list[str],
+        newline: str,
+        raw_data: FileInfo,
+        raw_meta: FileInfo,
+        samples: int,
+        separator: str,
+        size_limit: Union[int, str] | None,
+        zip_data: FileInfo | None,
+        zip_meta: FileInfo | None,
+    ) -> None:
+        super().__init__(
+            dirname, split, compression, hashes, raw_data, raw_meta, samples, size_limit,
+            zip_data, zip_meta,
+        )
+        if not separator or not newline:
+            raise ValueError(f"{raw_data.basename}: separator and newline must be non-empty")
+        unknown = [e for e in column_encodings if e not in _encodings]
+        if unknown or len(column_names) != len(column_encodings):
+            raise ValueError(
+                f"{raw_data.basename}: bad columns {column_names} with encodings "
+                f"{column_encodings}"
+            )
+        self.column_encodings = column_encodings
+        self.column_names = column_names
+        self.newline = newline
+        self.separator = separator
+        self._decoders = [(n, _encodings[e].decode) for n, e in zip(column_names, column_encodings)]
+
+    @classmethod
+    def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> XSVReader:
+        """Initialize from JSON object.
+
+        Args:
+            dirname (str): Local directory containing shards.
+            split (str, optional): Which dataset split to use, if any.
+            obj (Dict[str, Any]): JSON object to load.
+
+        Returns:
+            XSVReader: Loaded reader.
+
+        Raises:
+            ValueError: Wrong version or format.
+        """
+        return cls(**cls._args_from_json(dirname, split, obj))
+
+    def decode_sample(self, data: bytes) -> dict[str, Any]:
+        """Decode a sample dict from bytes.
+
+        Args:
+            data (bytes): The sample encoded as bytes.
+
+        Returns:
+            Dict[str, Any]: Sample dict.
+        """
+        text = data.decode("utf-8")[: -len(self.newline)]
+        parts = text.split(self.separator)
+        return {name: decode(part) for (name, decode), part in zip(self._decoders, parts)}
+
+
+class _FixedSeparatorReader(XSVReader):
+    """An XSV reader whose separator is fixed by its format (CSV, TSV)."""
+
+    separator: str
+
+    def __init__(
+        self,
+        dirname: str,
+        split: str | None,
+        column_encodings: list[str],
+        column_names: list[str],
+        compression: str | None,
+        hashes: list[str],
+        newline: str,
+        raw_data: FileInfo,
+        raw_meta: FileInfo,
+        samples: int,
+        size_limit: Union[int, str] | None,
+        zip_data: FileInfo | None,
+        zip_meta: FileInfo | None,
+    ) -> None:
+        super().__init__(
+            dirname, split, column_encodings, column_names, compression, hashes, newline,
+            raw_data, raw_meta, samples, type(self).separator, size_limit, zip_data, zip_meta,
+        )
+
+
+class CSVReader(_FixedSeparatorReader):
+    """Provides random access to the samples of a CSV shard (same arguments, no separator)."""
+
+    format = "csv"
+    separator = ","
+
+
+class TSVReader(_FixedSeparatorReader):
+    """Provides random access to the samples of a TSV shard (same arguments, no separator)."""
+
+    format = "tsv"
+    separator = "\t"

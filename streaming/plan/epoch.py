@@ -1,0 +1,143 @@
+"""The work of one epoch: every worker's sample ids, and one worker's share of them."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming._kernels import _plan
+from streaming.plan.batching import _batch_size, _block_size, _resample_spec, generate_work
+from streaming.plan.partition import get_partitions
+from streaming.plan.shuffle import get_shuffle
+from streaming.plan.spec import PlanSpec, parallel_world_shape
+
+__all__ = ["epoch_work", "worker_plan", "worker_work"]
+
+logger = logging.getLogger(__name__)
+
+
+def epoch_work(
+    spec: PlanSpec,
+    world_num_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    epoch: int,
+    sample_in_epoch: int,
+) -> NDArray[np.int64]:
+    """Get the epoch's sample ids for every node, rank and worker (``StreamingDataset._get_work``).
+
+    With ``spec.replication`` r, planning happens for the parallel world in which each r
+    consecutive ranks are one (see ``parallel_world_shape``); index the result with the rank's
+    position in that world (``rank // r``).
+
+    Args:
+        spec (PlanSpec): The dataset's planning spec.
+        world_num_nodes (int): Physical nodes of the run.
+        ranks_per_node (int): Ranks per physical node.
+        workers_per_rank (int): DataLoader workers per rank (1 without workers).
+        epoch (int): Which epoch it is.
+        sample_in_epoch (int): Samples already seen this epoch (over all ranks).
+
+    Returns:
+        NDArray[np.int64]: Contiguous ``(nodes, ranks per node, workers per rank, batches per
+            worker, batch size)`` sample ids of the parallel world, ``-1`` for padding.
+
+    Raises:
+        ValueError: If ``batch_size`` is missing, or the world does not fit the settings.
+    """
+    nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
+    if spec.replication is not None and spec.replication > 1 and sample_in_epoch:
+        logger.warning(
+            f"The `replication` arg has been set to {spec.replication} and training is resuming "
+            f"from sample {sample_in_epoch}. Make sure you are accounting for sample replication "
+            f"when using StreamingDataset's `state_dict` method for deterministic resumption. "
+            f"Otherwise, you will resume training from the wrong sample."
+        )
+    work = generate_work(
+        spec.batching_method, spec, (nodes, ranks, workers_per_rank), epoch, sample_in_epoch
+    )
+    return np.ascontiguousarray(work)
+
+
+def worker_work(
+    work: NDArray[np.int64], node: int, rank_of_node: int, worker_of_rank: int
+) -> NDArray[np.int64]:
+    """Get one worker's sample ids, in iteration order, from the epoch's work.
+
+    Args:
+        work (NDArray[np.int64]): The epoch's work from ``epoch_work``.
+        node (int): The worker's node in the parallel world.
+        rank_of_node (int): The worker's rank within that node.
+        worker_of_rank (int): The worker's index within its rank.
+
+    Returns:
+        NDArray[np.int64]: The worker's sample ids (``-1`` for padding), flattened.
+    """
+    return np.asarray(work[node, rank_of_node, worker_of_rank]).reshape(-1)
+
+
+def worker_plan(
+    spec: PlanSpec,
+    world_num_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    epoch: int,
+    sample_in_epoch: int,
+    node: int,
+    rank_of_node: int,
+    worker_of_rank: int,
+) -> NDArray[np.int64]:
+    """Get one worker's sample ids without building every worker's (``random`` batching only).
+
+    Equals ``worker_work(epoch_work(...), node, rank_of_node, worker_of_rank)``; other batching
+    methods fall back to exactly that. Only the worker's ids are mapped through the shuffle.
+
+    Args:
+        spec (PlanSpec): The dataset's planning spec.
+        world_num_nodes (int): Physical nodes of the run.
+        ranks_per_node (int): Ranks per physical node.
+        workers_per_rank (int): DataLoader workers per rank (1 without workers).
+        epoch (int): Which epoch it is.
+        sample_in_epoch (int): Samples already seen this epoch (over all ranks).
+        node (int): The worker's node in the parallel world.
+        rank_of_node (int): The worker's rank within that node.
+        worker_of_rank (int): The worker's index within its rank.
+
+    Returns:
+        NDArray[np.int64]: The worker's sample ids (``-1`` for padding), flattened.
+    """
+    if spec.batching_method != "random":
+        work = epoch_work(
+            spec, world_num_nodes, ranks_per_node, workers_per_rank, epoch, sample_in_epoch
+        )
+        return worker_work(work, node, rank_of_node, worker_of_rank).copy()
+    nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
+    batch_size = _batch_size(spec)
+    units, small_per_big = _resample_spec(spec, epoch, None, True)
+    parts = get_partitions(
+        spec.partition_algo,
+        spec.epoch_size,
+        spec.num_canonical_nodes,
+        nodes,
+        ranks,
+        workers_per_rank,
+        batch_size,
+        sample_in_epoch,
+        spec.initial_physical_nodes,
+    )
+    ids = parts[node, rank_of_node, worker_of_rank].reshape(-1).copy()
+    del parts
+    shuffle = None
+    if spec.shuffle:
+        shuffle = get_shuffle(
+            spec.shuffle_algo,
+            units,
+            spec.num_canonical_nodes,
+            spec.shuffle_seed,
+            epoch,
+            _block_size(spec),
+        )
+    _plan.compose_ids(ids, shuffle, small_per_big)
+    return ids

@@ -1,0 +1,402 @@
+"""Shuffle an epoch's sample ids across canonical nodes: ``naive, py1br, py1e, py1s, py2s``.
+
+Each algorithm returns exactly the array of the reference implementation (MosaicML Streaming
+0.13.0) for the same arguments, bit for bit: the random draws are made from
+``np.random.default_rng(seed)`` and ``np.random.default_rng(seed + epoch)`` in the same order, by
+compiled kernels (``streaming._kernels._shuffle``) that call NumPy's own C distribution functions.
+This equality is guaranteed as long as NumPy keeps its ``Generator`` stream stable.
+
+The assignment of shards to canonical nodes is fixed over a run (seeded by ``seed``); the order
+within each canonical node changes every epoch (seeded by ``seed + epoch``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming._kernels import _shuffle
+
+__all__ = [
+    "algos",
+    "divide_spans",
+    "get_shuffle",
+    "get_shuffle_naive",
+    "get_shuffle_py1br",
+    "get_shuffle_py1e",
+    "get_shuffle_py1s",
+    "get_shuffle_py2s",
+]
+
+_SMALL_BLOCK_WARNING = (
+    "Shuffle block size was smaller than shard size for some shards. This will result in these "
+    "shards not being shuffled with other shards. Set shuffle_block_size to a larger value for a "
+    "higher quality shuffle."
+)
+
+
+def _as_sizes(shard_sizes: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int64]:
+    sizes = np.asarray(shard_sizes, dtype=np.int64).reshape(-1)
+    if (sizes < 0).any():
+        raise ValueError("shard_sizes: every shard size must be non-negative")
+    return sizes
+
+
+def _check_args(num_canonical_nodes: int, seed: int, epoch: int) -> None:
+    if int(num_canonical_nodes) < 1:
+        raise ValueError(
+            f"num_canonical_nodes must be a positive integer, got {num_canonical_nodes}"
+        )
+    if int(seed) + int(epoch) < 0 or int(seed) < 0:
+        raise ValueError(f"seed ({seed}) and seed + epoch ({seed + epoch}) must be non-negative")
+
+
+def _integers_range_error(low: int, high: int) -> ValueError:
+    # The message NumPy's Generator.integers raises for an empty range.
+    return ValueError("high <= 0" if low == 0 else "low >= high")
+
+
+def divide_spans(
+    spans: list[tuple[int, int]], num_samples: int, num_parts: int
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Divide the spans into discrete, equal sized partitions.
+
+    Spans are taken in order and cut where they cross a part boundary
+    (``num_samples * (part + 1) // num_parts``). Empty spans join the part being filled.
+
+    Args:
+        spans (List[Tuple[int, int]]): Spans ``(begin, end excl)`` to partition, in order.
+        num_samples (int): Total number of samples across all spans.
+        num_parts (int): Number of groupings to divide spans into.
+
+    Returns:
+        Tuple[List[Tuple[int, int]], List[Tuple[int, int]]]: The (possibly cut) spans, and for
+            each part the ``(first, end excl)`` indices of its spans in that list.
+    """
+    out_spans: list[tuple[int, int]] = []
+    super_spans: list[tuple[int, int]] = []
+    index = 0
+    so_far = 0
+    begin_part = 0
+    # Work on a copy of the current span so the caller's list is left untouched.
+    cur = spans[0] if spans else (0, 0)
+    for part in range(num_parts):
+        part_end = num_samples * (part + 1) // num_parts
+        while index < len(spans):
+            size = cur[1] - cur[0]
+            if part_end < so_far + size:
+                if so_far < part_end:
+                    split = part_end - so_far
+                    out_spans.append((cur[0], cur[0] + split))
+                    cur = (cur[0] + split, cur[1])
+                    so_far += split
+                break
+            out_spans.append(cur)
+            index += 1
+            so_far += size
+            if index < len(spans):
+                cur = spans[index]
+        super_spans.append((begin_part, len(out_spans)))
+        begin_part = len(out_spans)
+    return out_spans, super_spans
+
+
+def _node_spans(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], list[tuple[int, int]], np.random.Generator, int]:
+    """Shared first steps of py1br/py1e/py1s: order shards, cut at nodes, reorder per epoch.
+
+    Returns the span begins and sizes in final order, each node's ``(first, end)`` span indices,
+    the epoch generator (positioned after the span reorders) and the sample count.
+    """
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    num_samples = int(ends[-1]) if len(ends) else 0
+
+    # Fixed over the run: the order of shards (same draws as shuffling the list of spans).
+    order = np.arange(len(sizes))
+    np.random.default_rng(seed).shuffle(order)
+    spans = list(zip(begins[order].tolist(), ends[order].tolist()))
+    spans, node_spans = divide_spans(spans, num_samples, num_canonical_nodes)
+
+    # Unique to this epoch: the order of spans within each canonical node.
+    epoch_rng = np.random.default_rng(seed + epoch)
+    arr = np.array(spans, np.int64).reshape(-1, 2)
+    for first, end in node_spans:
+        if end - first > 1:
+            perm = np.arange(first, end)
+            epoch_rng.shuffle(perm)
+            arr[first:end] = arr[perm]
+    return arr[:, 0].copy(), arr[:, 1] - arr[:, 0], node_spans, epoch_rng, num_samples
+
+
+def get_shuffle_naive(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch, shuffling all-to-all.
+
+    Args:
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes (ignored).
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle (ignored). Defaults to ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+    """
+    sizes = _as_sizes(shard_sizes)
+    return np.random.default_rng(seed + epoch).permutation(int(sizes.sum()))
+
+
+def get_shuffle_py1s(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch, shuffling within each shard.
+
+    Args:
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle (ignored: the unit is the shard). Defaults to
+            ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+    """
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
+    begins, span_sizes, _, epoch_rng, num_samples = _node_spans(
+        sizes, num_canonical_nodes, seed, epoch
+    )
+    ids = np.empty(num_samples, np.int64)
+    _shuffle.shuffle_spans(epoch_rng, begins, span_sizes, ids)
+    return ids
+
+
+def get_shuffle_py1br(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch, shuffling in random-size blocks.
+
+    Args:
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle; each block's size is drawn uniformly from
+            ``[0.75 * block_size, 1.25 * block_size)``. Defaults to ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+
+    Raises:
+        ValueError: If ``block_size`` is too small to draw block sizes from (below 2).
+    """
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
+    begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
+        sizes, num_canonical_nodes, seed, epoch
+    )
+    ids = np.empty(num_samples, np.int64)
+    # Spans are laid out in their final order (no shuffle within them yet).
+    pos = 0
+    for begin, size in zip(begins.tolist(), span_sizes.tolist()):
+        ids[pos : pos + size] = np.arange(begin, begin + size)
+        pos += size
+    low, high = int(0.75 * block_size), int(1.25 * block_size)
+    if low <= 0:
+        raise _integers_range_error(0, low)
+    stagger = epoch_rng.integers(0, low, (num_canonical_nodes,))
+    span_ends = np.concatenate([[0], np.cumsum(span_sizes)])
+    node_bounds = np.array([span_ends[first] for first, _ in node_spans] + [num_samples], np.int64)
+    if num_samples and low >= high:
+        raise _integers_range_error(low, high)
+    _shuffle.shuffle_blocks_py1br(epoch_rng, ids, node_bounds, stagger, low, max(high, low + 1))
+    return ids
+
+
+def get_shuffle_py1e(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch, spreading shard samples around.
+
+    Each shard's samples are shuffled, then moved by uniform random shifts within a window of
+    about ``block_size`` samples, staying inside their canonical node.
+
+    Args:
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle, the width of the window each shard's samples spread
+            over. Defaults to ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+
+    Raises:
+        ValueError: If a canonical node gets no samples (fewer samples than canonical nodes), or
+            ``block_size`` is too small to draw block sizes from.
+    """
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
+    begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
+        sizes, num_canonical_nodes, seed, epoch
+    )
+    low, high = int(0.75 * block_size), int(1.25 * block_size)
+    ids = np.empty(num_samples, np.int64)
+    offset = 0
+    warn = False
+    for first, end in node_spans:
+        node_sizes = span_sizes[first:end]
+        node_samples = int(node_sizes.sum())
+        if not node_samples:
+            raise ValueError(
+                f"The number of samples assigned to a canonical node is 0. This very likely "
+                f"indicates that the number of samples in this stream is less than the number of "
+                f"canonical nodes, which is {num_canonical_nodes}. Please check your index.json "
+                f"file and ensure that your dataset has been written out correctly. If this was "
+                f"intended, reduce num_canonical_nodes."
+            )
+        if low >= high:
+            raise _integers_range_error(low, high)
+        out = ids[offset : offset + node_samples]
+        _shuffle.shuffle_spans(epoch_rng, begins[first:end], node_sizes, out)
+        warn |= _shuffle.spread_sort_py1e(epoch_rng, out, node_sizes, low, high)
+        offset += node_samples
+    if warn:
+        warnings.warn(_SMALL_BLOCK_WARNING, stacklevel=2)
+    return ids
+
+
+def get_shuffle_py2s(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch, shuffling within shards twice.
+
+    Samples are shuffled within each shard once for the run, then again each epoch after the
+    shards (cut at canonical node boundaries) are reordered within each canonical node.
+
+    Args:
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle (ignored: the unit is the shard). Defaults to
+            ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+    """
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    num_samples = int(ends[-1]) if len(ends) else 0
+
+    # Fixed over the run: shard order, then each shard's samples, laid out in that order.
+    fixed_rng = np.random.default_rng(seed)
+    order = np.arange(len(sizes))
+    fixed_rng.shuffle(order)
+    fixed = np.empty(num_samples, np.int64)
+    _shuffle.shuffle_spans(fixed_rng, begins[order], sizes[order], fixed)
+
+    # Cut the laid-out shards at canonical node boundaries (spans are offsets into ``fixed``).
+    layout_ends = np.cumsum(sizes[order])
+    spans = list(zip((layout_ends - sizes[order]).tolist(), layout_ends.tolist()))
+    pieces, node_pieces = divide_spans(spans, num_samples, num_canonical_nodes)
+    piece_arr = np.array(pieces, np.int64).reshape(-1, 2)
+
+    # Unique to this epoch, node by node: piece order, then each piece's samples.
+    epoch_rng = np.random.default_rng(seed + epoch)
+    ids = np.empty(num_samples, np.int64)
+    offset = 0
+    for first, end in node_pieces:
+        node = piece_arr[first:end]
+        if end - first > 1:
+            perm = np.arange(end - first)
+            epoch_rng.shuffle(perm)
+            node = node[perm]
+        node_sizes = node[:, 1] - node[:, 0]
+        node_samples = int(node_sizes.sum())
+        _shuffle.gather_shuffle_pieces(
+            epoch_rng, fixed, node[:, 0].copy(), node_sizes, ids[offset : offset + node_samples]
+        )
+        offset += node_samples
+    return ids
+
+
+algos: dict[str, Callable[..., NDArray[np.int64]]] = {
+    "py1br": get_shuffle_py1br,
+    "py1e": get_shuffle_py1e,
+    "py1s": get_shuffle_py1s,
+    "py2s": get_shuffle_py2s,
+    "naive": get_shuffle_naive,
+}
+
+
+def get_shuffle(
+    algo: str,
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int = 1 << 18,
+) -> NDArray[np.int64]:
+    """Get the shuffled global ordering of samples for an epoch.
+
+    The assignment of shards to nodes is fixed across epochs, but each grouping of shards is
+    processed concurrently in a different order by each node's workers each epoch.
+
+    Args:
+        algo (str): Which shuffling algorithm to use (``naive, py1br, py1e, py1s, py2s``).
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch, which is added to the seed to get a different deterministic
+            shuffle each epoch.
+        block_size (int): Unit of shuffle. Defaults to ``1 << 18``.
+
+    Returns:
+        NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
+
+    Raises:
+        ValueError: If ``algo`` is unknown.
+    """
+    try:
+        get = algos[algo]
+    except KeyError:
+        raise ValueError(
+            f"shuffle_algo: unknown shuffle algorithm {algo!r}; choose one of {sorted(algos)}"
+        ) from None
+    return get(shard_sizes, num_canonical_nodes, seed, epoch, block_size)

@@ -1,0 +1,536 @@
+"""Downloading from any storage URL: one download path, and the reference's downloader classes.
+
+:func:`download` fetches one whole file atomically: the bytes go to a temp file beside the
+destination, which is fsynced and renamed only once complete and of the advertised size. Large
+objects are fetched as parallel ranged GETs written in place with ``os.pwrite``, so one big
+shard arrives at the speed of many connections. Each request has its own timeout and is retried
+with exponential backoff and jitter; a missing object fails at once with ``FileNotFoundError``.
+
+The reference's classes (``CloudDownloader``, ``S3Downloader``, ...) keep their names and
+methods (``get``, ``direct_download``, ``download``, ``clean_up``, ``_download_file_impl``) so
+code that patches or subclasses them keeps working; every one moves bytes through
+:func:`download`.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import os
+import pathlib
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable
+
+from streaming.storage.atomic import atomic_file
+from streaming.storage.filesystem import is_local, resolve, split_scheme
+from streaming.storage.retry import backoff_delay, is_retryable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fsspec import AbstractFileSystem
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BOTOCORE_CLIENT_ERROR_CODES",
+    "DEFAULT_TIMEOUT",
+    "DOWNLOADER_MAPPINGS",
+    "GCS_ERROR_NO_AUTHENTICATION",
+    "AlipanDownloader",
+    "AzureDataLakeDownloader",
+    "AzureDownloader",
+    "CloudDownloader",
+    "DBFSDownloader",
+    "DatabricksUnityCatalogDownloader",
+    "DownloadError",
+    "GCSDownloader",
+    "HFDownloader",
+    "LocalDownloader",
+    "OCIDownloader",
+    "S3Downloader",
+    "SFTPDownloader",
+    "download",
+    "download_file",
+]
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRY = 3
+DEFAULT_BACKOFF = 0.5
+# Objects larger than this are fetched as parallel ranged GETs of this size.
+DEFAULT_CHUNK_SIZE = 8 << 20
+DEFAULT_MAX_CONCURRENCY = 8
+
+# Kept for code that imports them from the reference's module.
+BOTOCORE_CLIENT_ERROR_CODES = {"403", "404", "NoSuchKey"}
+GCS_ERROR_NO_AUTHENTICATION = (
+    "Either set the environment variables `GCS_KEY` and `GCS_SECRET` or use any of the methods "
+    "in https://cloud.google.com/docs/authentication/external/set-up-adc to set up Application "
+    "Default Credentials."
+)
+
+
+class DownloadError(OSError):
+    """A download failed after its last attempt; the message names the URL."""
+
+
+class IncompleteReadError(OSError):
+    """A response carried fewer (or more) bytes than the object's size: retried."""
+
+
+def download(
+    remote_url: str,
+    local_path: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    retry: int = DEFAULT_RETRY,
+    backoff: float = DEFAULT_BACKOFF,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+) -> int:
+    """Download one whole file from ``remote_url`` to ``local_path``, atomically.
+
+    ``local_path`` appears only when the download is complete (temp file in the same
+    directory, fsync, rename); after any failure it does not exist (or keeps its old content).
+    An existing ``local_path`` is replaced.
+
+    Args:
+        remote_url (str): Any URL :func:`streaming.storage.filesystem.resolve` accepts.
+        local_path (str): Destination file; parent directories are created.
+        timeout (float): Seconds each request (a small file, or one chunk of a large one) may
+            take before it is abandoned and retried. Defaults to ``60``.
+        retry (int): Total attempts per request. Defaults to ``3``.
+        backoff (float): Seconds before the first retry, doubled after each, with jitter.
+        chunk_size (int): Objects larger than this are fetched as parallel ranged GETs of this
+            many bytes. Defaults to 8 MiB.
+        max_concurrency (int): Ranged GETs in flight at once for one file. Defaults to ``8``.
+
+    Returns:
+        int: The number of bytes downloaded.
+
+    Raises:
+        FileNotFoundError: The remote file does not exist (not retried).
+        DownloadError: A request still failed after ``retry`` attempts (or timed out each
+            time); the message names the URL and the last error.
+    """
+    if chunk_size <= 0 or max_concurrency <= 0:
+        raise ValueError(f"chunk_size ({chunk_size}) and max_concurrency ({max_concurrency}) "
+                         f"must be positive")
+    fs, path = resolve(remote_url)
+    job = _Job(remote_url, fs, path, timeout, retry, backoff, chunk_size, max_concurrency)
+    if is_local(remote_url):
+        return job.copy_local(local_path)
+    if _is_async(fs):
+        return job.fetch_async(local_path)
+    return job.fetch_threads(local_path)
+
+
+def download_file(remote: str | None, local: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Download ``remote`` to ``local`` unless ``local`` already exists (the 0.x-era helper).
+
+    Args:
+        remote (str | None): Remote URL; may be ``None`` only if ``local`` exists.
+        local (str): Local path.
+        timeout (float): Seconds each request may take. Defaults to ``60``.
+
+    Raises:
+        ValueError: ``remote`` is empty and ``local`` does not exist.
+        FileNotFoundError: The remote file does not exist.
+        DownloadError: The download failed after its retries.
+    """
+    CloudDownloader.direct_download(remote, local, timeout)
+
+
+def _is_async(fs: AbstractFileSystem) -> bool:
+    from fsspec.asyn import AsyncFileSystem
+
+    return isinstance(fs, AsyncFileSystem) and getattr(fs, "async_impl", False)
+
+
+class _Job:
+    """One download: the URL, its filesystem, and the retry/timeout policy."""
+
+    def __init__(self, url: str, fs: AbstractFileSystem, path: str, timeout: float, retry: int,
+                 backoff: float, chunk_size: int, max_concurrency: int) -> None:
+        self.url = url
+        self.fs = fs
+        self.path = path
+        self.timeout = timeout
+        self.attempts = max(1, int(retry))
+        self.backoff = backoff
+        self.chunk_size = chunk_size
+        self.max_concurrency = max_concurrency
+
+    def _failed(self, error: BaseException, what: str) -> BaseException:
+        if isinstance(error, FileNotFoundError):
+            return FileNotFoundError(f"{self.url}: remote file not found")
+        if not is_retryable(error):
+            return error
+        kind = "timed out" if isinstance(error, (TimeoutError, asyncio.TimeoutError)) else "failed"
+        return DownloadError(
+            f"{self.url}: download {kind} after {self.attempts} attempt(s) ({what}, timeout "
+            f"{self.timeout:g}s each): {error!r}"
+        )
+
+    def _ranges(self, size: int) -> list[tuple[int, int]]:
+        return [(start, min(start + self.chunk_size, size))
+                for start in range(0, size, self.chunk_size)]
+
+    # ---- local files: a plain atomic copy -------------------------------------------------
+
+    def copy_local(self, local_path: str) -> int:
+        src = self.path
+        if not os.path.isfile(src):
+            if os.path.isdir(src):
+                raise IsADirectoryError(f"{self.url}: is a directory, not a file")
+            raise FileNotFoundError(f"{self.url}: remote file not found")
+        if os.path.abspath(src) == os.path.abspath(local_path):
+            return os.path.getsize(src)
+        with atomic_file(local_path) as (fd, _):
+            with open(src, "rb") as fin, os.fdopen(os.dup(fd), "wb") as fout:
+                shutil.copyfileobj(fin, fout, 4 << 20)
+            return os.fstat(fd).st_size
+
+    # ---- async filesystems (s3, http, gcs, azure): one coroutine on the fs's loop ---------
+
+    def fetch_async(self, local_path: str) -> int:
+        from fsspec.asyn import sync
+
+        with atomic_file(local_path) as (fd, _):
+            return sync(self.fs.loop, self._fetch_async, fd)
+
+    async def _retrying(self, what: str, make: Callable[[], Any]) -> Any:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return await asyncio.wait_for(make(), self.timeout)
+            except Exception as error:
+                if not is_retryable(error) or attempt == self.attempts:
+                    raise self._failed(error, what) from error
+                logger.debug("%s: %s failed (attempt %d): %r", self.url, what, attempt, error)
+                await asyncio.sleep(backoff_delay(attempt, self.backoff))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _fetch_async(self, fd: int) -> int:
+        fs = self.fs
+        info = await self._retrying("info", lambda: fs._info(self.path))
+        if info.get("type") == "directory":
+            raise IsADirectoryError(f"{self.url}: is a directory, not a file")
+        size = info.get("size")
+        if size is None or size <= self.chunk_size:
+            data = await self._retrying("get", lambda: self._cat_checked(size))
+            os.pwrite(fd, data, 0)
+            return len(data)
+        os.ftruncate(fd, size)
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(start: int, end: int) -> None:
+            async with gate:
+                data = await self._retrying(
+                    f"bytes {start}-{end - 1}", lambda: self._cat_checked(end - start, start, end)
+                )
+                os.pwrite(fd, data, start)
+
+        tasks = [asyncio.ensure_future(one(s, e)) for s, e in self._ranges(size)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return size
+
+    async def _cat_checked(self, expected: int | None, start: int | None = None,
+                           end: int | None = None) -> bytes:
+        if start is None:
+            data = await self.fs._cat_file(self.path)
+        else:
+            data = await self.fs._cat_file(self.path, start=start, end=end)
+        if expected is not None and len(data) != expected:
+            raise IncompleteReadError(
+                f"{self.url}: got {len(data)} bytes, expected {expected}"
+                + ("" if start is None else f" (range {start}-{end})")
+            )
+        return data
+
+    # ---- sync filesystems (hf, sftp, dbfs, oci): ranged reads from a thread pool ----------
+
+    def _retry_sync(self, what: str, fn: Callable[[], Any]) -> Any:
+        import time
+
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return fn()
+            except Exception as error:
+                if not is_retryable(error) or attempt == self.attempts:
+                    raise self._failed(error, what) from error
+                time.sleep(backoff_delay(attempt, self.backoff))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _cat_sync(self, expected: int | None, start: int | None = None,
+                  end: int | None = None) -> bytes:
+        data = self.fs.cat_file(self.path, start=start, end=end)
+        if expected is not None and len(data) != expected:
+            raise IncompleteReadError(f"{self.url}: got {len(data)} bytes, expected {expected}")
+        return data
+
+    def fetch_threads(self, local_path: str) -> int:
+        info = self._retry_sync("info", lambda: self.fs.info(self.path))
+        if info.get("type") == "directory":
+            raise IsADirectoryError(f"{self.url}: is a directory, not a file")
+        size = info.get("size")
+        with atomic_file(local_path) as (fd, _):
+            if size is None or size <= self.chunk_size:
+                data = self._retry_sync("get", lambda: self._cat_sync(size))
+                os.pwrite(fd, data, 0)
+                return len(data)
+            os.ftruncate(fd, size)
+
+            def one(rng: tuple[int, int]) -> None:
+                start, end = rng
+                data = self._retry_sync(f"bytes {start}-{end - 1}",
+                                        lambda: self._cat_sync(end - start, start, end))
+                os.pwrite(fd, data, start)
+
+            with ThreadPoolExecutor(self.max_concurrency) as pool:
+                for _ in pool.map(one, self._ranges(size)):
+                    pass
+            return size
+
+
+# ---- the reference's downloader classes -----------------------------------------------------
+
+
+class CloudDownloader(abc.ABC):
+    """Download files from remote storage to a local filesystem."""
+
+    @classmethod
+    def get(cls, remote_dir: str | None = None) -> CloudDownloader:
+        """Get the downloader for the remote path.
+
+        Args:
+            remote_dir (str | None): Remote path.
+
+        Returns:
+            CloudDownloader: Downloader for the remote path.
+
+        Raises:
+            ValueError: If the remote path is not supported.
+        """
+        if remote_dir is None:
+            return _LOCAL_DOWNLOADER()
+        prefix = _client_prefix(remote_dir)
+        if prefix not in DOWNLOADER_MAPPINGS:
+            raise ValueError(f"Unsupported remote path: {remote_dir}")
+        return DOWNLOADER_MAPPINGS[prefix]()
+
+    @classmethod
+    def direct_download(cls, remote: str | None, local: str,
+                        timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Directly download a file from remote storage to local filesystem.
+
+        Args:
+            remote (str | None): Remote path.
+            local (str): Local path.
+            timeout (float): How long to wait for file to download before raising an exception.
+                Defaults to ``60`` seconds.
+
+        Raises:
+            ValueError: If the remote path is not provided while local does not exist or remote
+                path is not supported.
+        """
+        downloader = cls.get(remote)
+        downloader.download(remote, local, timeout)
+        downloader.clean_up()
+
+    def download(self, remote: str | None, local: str,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Download a file from remote storage to local filesystem (no-op if ``local`` exists).
+
+        Args:
+            remote (str | None): Remote path.
+            local (str): Local path.
+            timeout (float): How long each request may take before it is retried. Defaults to
+                ``60`` seconds.
+
+        Raises:
+            ValueError: If the remote path does not have this downloader's prefix, or remote is
+                not provided while local does not exist.
+        """
+        if os.path.exists(local):
+            return
+        if not remote:
+            raise ValueError(
+                "In the absence of local dataset, path to remote dataset must be provided")
+        if sys.platform == "win32":
+            remote = pathlib.PureWindowsPath(remote).as_posix()
+            local = pathlib.PureWindowsPath(local).as_posix()
+        local_dir = os.path.dirname(local)
+        if local_dir:
+            os.makedirs(local_dir, exist_ok=True)
+        self._validate_remote_path(remote)
+        self._download_file_impl(remote, local, timeout)
+
+    @staticmethod
+    @abc.abstractmethod
+    def _client_identifier() -> str:
+        """Return the client identifier (URL scheme or prefix) the downloader serves."""
+
+    def clean_up(self) -> None:
+        """Clean up the downloader when it is done being used (filesystems are shared)."""
+        return None
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        """Download ``remote`` to ``local`` through :func:`download`.
+
+        Args:
+            remote (str): Remote path.
+            local (str): Local path.
+            timeout (float): How long each request may take before it is retried.
+        """
+        download(remote, local, timeout=timeout)
+
+    def _validate_remote_path(self, remote: str) -> None:
+        """Validate the remote path.
+
+        Args:
+            remote (str): Remote path.
+
+        Raises:
+            ValueError: If the remote path does not contain the expected prefix.
+        """
+        scheme = _client_prefix(remote)
+        if scheme != self._client_identifier() and scheme not in _ALIASES.get(self._client_identifier(), ()):
+            raise ValueError(
+                f"Expected remote path to start with url scheme of `{scheme}`, got {remote}.")
+
+
+def _client_prefix(remote: str) -> str:
+    scheme = split_scheme(remote)[0]
+    if scheme == "dbfs" and remote.startswith("dbfs:/Volumes"):
+        return "dbfs-uc"
+    return scheme
+
+
+class S3Downloader(CloudDownloader):
+    """Download files from AWS S3 (or any S3-compatible store) to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "s3"
+
+
+class SFTPDownloader(CloudDownloader):
+    """Download files from SFTP to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "sftp"
+
+
+class GCSDownloader(CloudDownloader):
+    """Download files from Google Cloud Storage to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "gs"
+
+
+class OCIDownloader(CloudDownloader):
+    """Download files from Oracle Cloud Infrastructure to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "oci"
+
+
+class HFDownloader(CloudDownloader):
+    """Download files from Hugging Face to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "hf"
+
+
+class AzureDownloader(CloudDownloader):
+    """Download files from Azure to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "azure"
+
+
+class AzureDataLakeDownloader(CloudDownloader):
+    """Download files from Azure Data Lake to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "azure-dl"
+
+
+class DatabricksUnityCatalogDownloader(CloudDownloader):
+    """Download files from Databricks Unity Catalog to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "dbfs-uc"
+
+
+class DBFSDownloader(CloudDownloader):
+    """Download files from Databricks File System to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "dbfs"
+
+
+class AlipanDownloader(CloudDownloader):
+    """The reference's Alipan downloader: not supported by shardstream."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "alipan"
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        raise ValueError(f"{remote}: alipan:// storage is not supported by shardstream")
+
+
+class LocalDownloader(CloudDownloader):
+    """Download files from local filesystem to local filesystem."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return ""
+
+
+class HTTPDownloader(CloudDownloader):
+    """Download files over HTTP(S) (an fsspec backend the reference lacks)."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "https"
+
+
+# Schemes served by a downloader besides its own identifier.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "s3": ("s3a",),
+    "gs": ("gcs",),
+    "azure": ("az", "abfs", "abfss"),
+    "": ("file",),
+    "https": ("http",),
+}
+
+
+def _register_cloud_downloader_subclasses() -> dict[str, type[CloudDownloader]]:
+    mappings: dict[str, type[CloudDownloader]] = {}
+    for sub in CloudDownloader.__subclasses__():
+        ident = sub._client_identifier()
+        mappings[ident] = sub
+        for alias in _ALIASES.get(ident, ()):
+            mappings[alias] = sub
+    return mappings
+
+
+DOWNLOADER_MAPPINGS = _register_cloud_downloader_subclasses()
+_LOCAL_DOWNLOADER = LocalDownloader

@@ -1,0 +1,378 @@
+"""The one place that maps a storage URL to an fsspec filesystem and the path it understands.
+
+Every byte that shardstream moves to or from storage goes through :func:`resolve`. Schemes are
+a small registry (:data:`SCHEMES`), in the manner of fsspec's ``known_implementations``: each
+entry names the fsspec protocol, the module that must be importable, the pyproject extra that
+installs it, and a function that turns the URL plus the environment into constructor options
+and a filesystem path. Adding a backend is adding one entry.
+
+Filesystem instances are cached per (process, protocol, options). The process id is part of
+the key because the event loops that s3fs/aiohttp filesystems run on do not survive ``fork``:
+a child process builds its own instances on first use instead of touching its parent's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import posixpath
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fsspec import AbstractFileSystem
+
+__all__ = [
+    "SCHEMES",
+    "Scheme",
+    "clear_filesystem_cache",
+    "get_filesystem",
+    "is_local",
+    "join_url",
+    "resolve",
+    "split_scheme",
+]
+
+# Seconds to wait for a TCP connection to a storage endpoint before the attempt fails.
+CONNECT_TIMEOUT = 10.0
+# Seconds a single read from a storage endpoint may stall before the attempt fails.
+READ_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How to reach one URL scheme through fsspec.
+
+    Attributes:
+        protocol (str): The fsspec protocol to instantiate.
+        module (str | None): Module that must be importable for the protocol to work.
+        extra (str | None): The ``pip install 'shardstream[EXTRA]'`` extra that provides it.
+        options (Callable): ``(parsed URL) -> (protocol, constructor options, fs path)``. It may
+            change the protocol (e.g. ``gs://`` with HMAC keys goes through the S3 protocol).
+    """
+
+    protocol: str
+    module: str | None
+    extra: str | None
+    options: Callable[[urllib.parse.SplitResult], tuple[str, dict[str, Any], str]]
+
+
+def split_scheme(url: str) -> tuple[str, str]:
+    """Split a URL into its lower-cased scheme and the rest; plain paths have scheme ``''``.
+
+    Args:
+        url (str): A URL or a local path.
+
+    Returns:
+        Tuple[str, str]: ``(scheme, rest)``.
+    """
+    url = os.fspath(url)
+    # A Windows drive letter (C:\data) is a path, not a one-letter scheme.
+    if len(url) >= 2 and url[1] == ":" and url[0].isalpha() and url[2:3] in ("", "/", "\\"):
+        return "", url
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if not scheme:
+        return "", url
+    return scheme, url[len(scheme) + 1 :]
+
+
+def is_local(url: str | None) -> bool:
+    """Whether ``url`` names a path on the local filesystem (a plain path or ``file://``).
+
+    Args:
+        url (str | None): A URL or a local path.
+
+    Returns:
+        bool: ``True`` for plain paths and ``file://`` URLs.
+    """
+    if url is None:
+        return True
+    return split_scheme(url)[0] in ("", "file")
+
+
+def join_url(base: str, *parts: str) -> str:
+    """Join path parts onto a URL (or local path) the way ``os.path.join`` joins paths.
+
+    Args:
+        base (str): A URL or a local path.
+        *parts (str): Relative parts to append.
+
+    Returns:
+        str: The joined URL; a plain path stays a plain path.
+    """
+    if not split_scheme(base)[0]:
+        return os.path.join(base, *parts)
+    return posixpath.join(base, *(p.replace("\\", "/") for p in parts))
+
+
+# ---- per-scheme options: each returns (protocol, options, path) ---------------------------
+
+
+def _local(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    if url.scheme == "file":
+        path = urllib.parse.unquote(url.path)
+        if url.netloc and url.netloc != "localhost":
+            # file://relative/dir is a common slip; honour it as the path it looks like.
+            path = url.netloc + path
+        return "file", {}, path
+    return "file", {}, url.path
+
+
+def _bucket_path(url: urllib.parse.SplitResult) -> str:
+    if not url.netloc:
+        raise ValueError(f"{url.geturl()}: URL has no bucket (expected {url.scheme}://BUCKET/PATH)")
+    return url.netloc + "/" + url.path.lstrip("/") if url.path.strip("/") else url.netloc
+
+
+def _s3_credentials_missing() -> bool:
+    """Whether botocore finds no credentials (then public buckets are read unsigned)."""
+    import botocore.session
+
+    try:
+        return botocore.session.Session().get_credentials() is None
+    except Exception:  # a broken profile is reported by the real request, not here
+        return False
+
+
+def _s3_options(
+    url: urllib.parse.SplitResult,
+    *,
+    endpoint_url: str | None = None,
+    key: str | None = None,
+    secret: str | None = None,
+) -> tuple[str, dict[str, Any], str]:
+    client_kwargs: dict[str, Any] = {}
+    endpoint_url = endpoint_url or os.environ.get("S3_ENDPOINT_URL") or None
+    if endpoint_url:
+        client_kwargs["endpoint_url"] = endpoint_url
+    options: dict[str, Any] = {
+        "client_kwargs": client_kwargs,
+        # One retry layer only (ours, in retry.py): botocore and s3fs each try once.
+        "config_kwargs": {
+            "connect_timeout": CONNECT_TIMEOUT,
+            "read_timeout": READ_TIMEOUT,
+            "retries": {"total_max_attempts": 1, "mode": "standard"},
+            "max_pool_connections": 64,
+        },
+    }
+    if key is not None:
+        options["key"] = key
+        options["secret"] = secret
+    elif _s3_credentials_missing():
+        # As the reference does: without credentials, public buckets are read unsigned.
+        options["anon"] = True
+    bucket = url.netloc
+    requester_pays = {
+        name.strip()
+        for name in os.environ.get("MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "").split(",")
+        if name.strip()
+    }
+    if bucket in requester_pays:
+        options["requester_pays"] = True
+    acl = os.environ.get("S3_CANNED_ACL")
+    if acl:
+        options["s3_additional_kwargs"] = {"ACL": acl}
+    return "s3", options, _bucket_path(url)
+
+
+def _gcs_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    if "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ:
+        # HMAC keys: the reference talks to GCS through its S3-compatible XML API.
+        return _s3_options(
+            url,
+            endpoint_url="https://storage.googleapis.com",
+            key=os.environ["GCS_KEY"],
+            secret=os.environ["GCS_SECRET"],
+        )
+    return "gcs", {}, _bucket_path(url)
+
+
+def _azure_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    options: dict[str, Any] = {}
+    netloc = url.netloc
+    path = url.path.lstrip("/")
+    account = os.environ.get("AZURE_ACCOUNT_NAME")
+    if "@" in netloc:  # abfs://container@account.dfs.core.windows.net/path
+        container, host = netloc.split("@", 1)
+        account = account or host.split(".")[0]
+    elif "." in netloc:  # azure://account.blob.core.windows.net/container/path
+        account = account or netloc.split(".")[0]
+        container, _, path = path.partition("/")
+    else:  # az://container/path
+        container = netloc
+    if not container:
+        raise ValueError(f"{url.geturl()}: URL has no container")
+    if account:
+        options["account_name"] = account
+    if "AZURE_ACCOUNT_ACCESS_KEY" in os.environ:
+        options["account_key"] = os.environ["AZURE_ACCOUNT_ACCESS_KEY"]
+    else:
+        options["anon"] = False  # adlfs then uses DefaultAzureCredential
+    return "abfs", options, container + ("/" + path if path else "")
+
+
+def _oci_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    options: dict[str, Any] = {}
+    config = os.environ.get("OCI_CONFIG_FILE")
+    if config:
+        options["config"] = config
+    # ocifs paths are BUCKET@NAMESPACE/PATH, exactly the URL's netloc + path.
+    return "oci", options, _bucket_path(url)
+
+
+def _hf_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    parts = (url.netloc + url.path).strip("/").split("/")
+    if len(parts) < 3 or parts[0] not in ("datasets", "spaces", "models"):
+        raise ValueError(
+            f"{url.geturl()}: expected hf://datasets/ORG/NAME[/PATH] (a Hugging Face dataset repo)"
+        )
+    options: dict[str, Any] = {"token": os.environ.get("HF_TOKEN") or None}
+    endpoint = os.environ.get("HF_ENDPOINT")
+    if endpoint:
+        options["endpoint"] = endpoint.rstrip("/")
+    return "hf", options, "/".join(parts)
+
+
+def _sftp_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    if not url.hostname:
+        raise ValueError(f"{url.geturl()}: an sftp:// URL must include the hostname")
+    if url.query or url.fragment:
+        raise ValueError(f"{url.geturl()}: query and fragment are not supported in sftp:// URLs")
+    options: dict[str, Any] = {"host": url.hostname, "port": url.port or 22}
+    if url.username:
+        options["username"] = urllib.parse.unquote(url.username)
+    if url.password:
+        options["password"] = urllib.parse.unquote(url.password)
+    key_file = os.environ.get("COMPOSER_SFTP_KEY_FILE")
+    if key_file:
+        options["key_filename"] = key_file
+    return "sftp", options, url.path or "/"
+
+
+def _http_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    return "http", {}, url.geturl()
+
+
+def _dbfs_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
+    host = os.environ.get("DATABRICKS_HOST", "")
+    token = os.environ.get("DATABRICKS_TOKEN", "")
+    if not host or not token:
+        raise ValueError(
+            f"{url.geturl()}: set DATABRICKS_HOST and DATABRICKS_TOKEN to reach DBFS"
+        )
+    instance = urllib.parse.urlsplit(host).netloc or host
+    path = "/" + (url.netloc + url.path).lstrip("/")
+    return "dbfs", {"instance": instance, "token": token}, path
+
+
+SCHEMES: dict[str, Scheme] = {
+    "": Scheme("file", None, None, _local),
+    "file": Scheme("file", None, None, _local),
+    "s3": Scheme("s3", "s3fs", "s3", _s3_options),
+    "s3a": Scheme("s3", "s3fs", "s3", _s3_options),
+    "gs": Scheme("gcs", "gcsfs", "gcs", _gcs_options),
+    "gcs": Scheme("gcs", "gcsfs", "gcs", _gcs_options),
+    "az": Scheme("abfs", "adlfs", "azure", _azure_options),
+    "azure": Scheme("abfs", "adlfs", "azure", _azure_options),
+    "azure-dl": Scheme("abfs", "adlfs", "azure", _azure_options),
+    "abfs": Scheme("abfs", "adlfs", "azure", _azure_options),
+    "abfss": Scheme("abfs", "adlfs", "azure", _azure_options),
+    "oci": Scheme("oci", "ocifs", "oci", _oci_options),
+    "hf": Scheme("hf", "huggingface_hub", "hf", _hf_options),
+    "sftp": Scheme("sftp", "paramiko", "sftp", _sftp_options),
+    "http": Scheme("http", "aiohttp", "http", _http_options),
+    "https": Scheme("http", "aiohttp", "http", _http_options),
+    "dbfs": Scheme("dbfs", "requests", "dbfs", _dbfs_options),
+}
+
+# The module each fsspec protocol needs (an override may switch protocol, e.g. gs -> s3).
+_PROTOCOL_MODULES = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs"), "abfs": ("adlfs", "azure")}
+
+_cache: dict[tuple[int, str, str], AbstractFileSystem] = {}
+_cache_lock = threading.Lock()
+
+
+def _require(module: str | None, extra: str | None, url: str) -> None:
+    if module is None:
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f"{url}: reading or writing this URL needs the `{module}` package; install it with "
+            f"`pip install 'shardstream[{extra}]'`"
+        ) from e
+
+
+def resolve(url: str) -> tuple[AbstractFileSystem, str]:
+    """Map a storage URL (or a local path) to an fsspec filesystem and the path it expects.
+
+    Args:
+        url (str): ``s3://bucket/key``, ``hf://datasets/org/name/path``, ``gs://``, ``az://``,
+            ``azure://``, ``oci://``, ``sftp://``, ``http(s)://``, ``dbfs:/``, ``file://`` or a
+            plain local path.
+
+    Returns:
+        Tuple[AbstractFileSystem, str]: The (cached, fork-safe) filesystem and the path to pass
+        to its methods.
+
+    Raises:
+        ValueError: The scheme is unknown or the URL is malformed for its scheme.
+        ImportError: The package that serves the scheme is missing; the message names the
+            extra to install.
+    """
+    url = os.fspath(url)
+    scheme_name, _ = split_scheme(url)
+    scheme = SCHEMES.get(scheme_name)
+    if scheme is None:
+        known = ", ".join(f"{s}://" for s in sorted(SCHEMES) if s)
+        raise ValueError(f"{url}: unsupported URL scheme {scheme_name!r} (supported: {known})")
+    if scheme_name == "":
+        return _filesystem("file", {}), url
+    _require(scheme.module, scheme.extra, url)
+    protocol, options, path = scheme.options(urllib.parse.urlsplit(url))
+    if protocol != scheme.protocol and protocol in _PROTOCOL_MODULES:
+        _require(*_PROTOCOL_MODULES[protocol], url)
+    return _filesystem(protocol, options), path
+
+
+def get_filesystem(url: str) -> AbstractFileSystem:
+    """Return the fsspec filesystem that serves ``url`` (see :func:`resolve`).
+
+    Args:
+        url (str): A storage URL or a local path.
+
+    Returns:
+        AbstractFileSystem: The filesystem.
+    """
+    return resolve(url)[0]
+
+
+def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
+    key = (os.getpid(), protocol, json.dumps(options, sort_keys=True, default=repr))
+    fs = _cache.get(key)
+    if fs is not None:
+        return fs
+    with _cache_lock:
+        fs = _cache.get(key)
+        if fs is None:
+            import fsspec
+
+            # Drop instances inherited from a parent process: their loops are dead here.
+            for stale in [k for k in _cache if k[0] != key[0]]:
+                del _cache[stale]
+            cls = fsspec.get_filesystem_class(protocol)
+            fs = cls(skip_instance_cache=True, **options)
+            if protocol == "s3":
+                fs.retries = 1  # one retry layer only: ours
+            _cache[key] = fs
+    return fs
+
+
+def clear_filesystem_cache() -> None:
+    """Forget every cached filesystem (e.g. after changing credentials in the environment)."""
+    with _cache_lock:
+        _cache.clear()

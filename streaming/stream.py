@@ -1,0 +1,459 @@
+"""A dataset, or sub-dataset if mixing, from which we stream/cache samples."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from filelock import FileLock
+from numpy.typing import NDArray
+
+from streaming.constant import DEFAULT_TIMEOUT
+from streaming.world import World
+
+__all__ = ["DEFAULT_TIMEOUT", "Stream", "streams_registry"]
+
+
+class Stream:
+    """A dataset, or sub-dataset if mixing, from which we stream/cache samples.
+
+    We initialize a StreamingDataset with one or more Streams. Streams may be resampled to achieve
+    different mixtures of samples.
+
+    * At least one of ``remote`` and ``local`` must exist. If no ``remote``, the data must be
+      local. If no ``local``, we cache to a temp directory.
+    * At most one of ``proportion``, ``repeat``, or ``choose`` may exist. If provided one of these,
+      we derive the rest. ``proportion`` (relative) and ``repeat``/``choose`` (absolute) are
+      mutually incompatible across the streams of one dataset.
+    * The remaining arguments default to ``None``, meaning the StreamingDataset's value.
+
+    Args:
+        remote (str, optional): Remote path or directory to download the dataset from. If ``None``,
+            its data must exist locally. Defaults to ``None``.
+        local (str, optional): Local working directory to download shards to. This is where shards
+            are cached while they are being used. Uses a temp directory if not set. Defaults to
+            ``None``.
+        split (str, optional): Which dataset split to use, if any. If provided, we stream from/to
+            the ``split`` subdirs of  ``remote`` and ``local``. Defaults to ``None``.
+        proportion (float, optional): How much to upsample or downsample this sub-dataset, as the
+            proportion of the total combined dataset that consists of this sub-dataset. Must be
+            non-negative. Defaults to ``None``.
+        repeat (float, optional): How much to upsample or downsample this sub-dataset, as a
+            multipler on the number of samples. Must be non-negative. Defaults to ``None``.
+        choose (int, optional): How much to upsample or downsample this sub-dataset, as the exact
+            number of resulting samples. Must be non-negative. Defaults to ``None``.
+        download_retry (int, optional): Number of download re-attempts before giving up. Defaults
+            to ``None``.
+        download_timeout (float, optional): Number of seconds to wait for a shard to download
+            before raising an exception. Defaults to ``None``.
+        validate_hash (str, optional): Optional hash or checksum algorithm to use to validate
+            shards. Defaults to ``None``.
+        keep_zip (bool, optional): Whether to keep or delete the compressed form when decompressing
+            downloaded shards. If ``False``, keep if and only if remote is local or no remote.
+            Defaults to ``None``.
+
+    Raises:
+        ValueError: More than one weight, or a negative weight/retry, or a non-positive timeout.
+    """
+
+    def __init__(self,
+                 *,
+                 remote: str | None = None,
+                 local: str | None = None,
+                 split: str | None = None,
+                 proportion: float | None = None,
+                 repeat: float | None = None,
+                 choose: int | None = None,
+                 download_retry: int | None = None,
+                 download_timeout: float | None = None,
+                 validate_hash: str | None = None,
+                 keep_zip: bool | None = None) -> None:
+        self.remote = remote
+        self._local = local
+        self.split = split or ""
+
+        if (proportion is not None) + (repeat is not None) + (choose is not None) > 1:
+            raise ValueError("At most one of `proportion`, `repeat`, and `choose` may be "
+                             "specified; the others are derived")
+        # As in the reference, a given weight is an attribute; a missing one is absent until
+        # StreamingDataset derives it (``hasattr`` tells which weights were given).
+        self._proportion = proportion
+        self._repeat = repeat
+        self._choose = choose
+        for name, value in (("proportion", proportion), ("repeat", repeat), ("choose", choose)):
+            if value is not None:
+                if value < 0:
+                    raise ValueError(f"`{name}` must be non-negative")
+                setattr(self, name, value)
+
+        self._download_retry = download_retry
+        if download_retry is not None:
+            if download_retry < 0:
+                raise ValueError("`download_retry` must be non-negative")
+            self.download_retry = download_retry
+
+        self._download_timeout = download_timeout
+        if download_timeout is not None:
+            if download_timeout <= 0:
+                raise ValueError("`download_timeout` must be positive")
+            self.download_timeout = download_timeout
+
+        self.validate_hash = validate_hash
+
+        if local is None:
+            # The reference refuses to reuse this directory on a second run; reusing it is what a
+            # cache is for (see docs/compatibility.md).
+            self.local = self._get_temporary_directory()
+            os.makedirs(self.local, exist_ok=True)
+        else:
+            self.local = local
+
+        self._keep_zip = keep_zip
+        if keep_zip is not None:
+            self.keep_zip = keep_zip
+            self.safe_keep_zip = self.keep_zip or self.remote in {None, self.local}
+
+    def _get_temporary_directory(self) -> str:
+        """Construct a path to a temporary directory based on remote and split."""
+        digest = ""
+        if self.remote is not None:
+            digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
+        return os.path.join(tempfile.gettempdir(), digest, self.split)
+
+    def apply_default(self, default: dict) -> None:
+        """Apply defaults, setting any unset fields.
+
+        Args:
+            default (dict): StreamingDataset's values for ``split``, ``download_retry``,
+                ``download_timeout``, ``validate_hash`` and ``keep_zip``.
+
+        Raises:
+            ValueError: Neither ``remote`` nor ``local`` was given.
+        """
+        if not (self.remote or self._local):
+            raise ValueError("`remote` and/or `local` path must be provided")
+        if not self.split:
+            self.split = default["split"] or ""
+        if self._download_retry is None:
+            self.download_retry = default["download_retry"]
+        if self._download_timeout is None:
+            self.download_timeout = default["download_timeout"]
+        if self.validate_hash is None:
+            self.validate_hash = default["validate_hash"] or None
+        if self._keep_zip is None:
+            self.keep_zip = default["keep_zip"]
+            self.safe_keep_zip = default["keep_zip"] or self.remote in {None, self.local}
+
+    @classmethod
+    def validate_weights(cls, streams: Sequence[Stream]) -> tuple[bool, bool]:
+        """Validate stream weights, returning whether relative or absolute weighting was used.
+
+        Args:
+            streams (Sequence[Stream]): Every stream comprising the dataset.
+
+        Returns:
+            Tuple[bool, bool]: Whether streams are weighted relatively (proportionally), and
+                whether no stream gave any weight.
+
+        Raises:
+            ValueError: A stream gives several weights, or relative and absolute weights mix.
+        """
+        is_proportional = hasattr(streams[0], "proportion")
+        is_unspecified = True
+        for stream_id, stream in enumerate(streams):
+            has = [hasattr(stream, name) for name in ("proportion", "repeat", "choose")]
+            if sum(has) > 1:
+                raise ValueError(f"Streams must provide at most one of `proportion`, `repeat`, "
+                                 f"or `choose` (error in stream {stream_id})")
+            if is_proportional != has[0]:
+                raise ValueError(f"Relative (`proportion`) and absolute (`repeat`, `choose`, "
+                                 f"none) stream weights are incompatible with each other (error "
+                                 f"in stream {stream_id})")
+            if any(has):
+                is_unspecified = False
+        return is_proportional, is_unspecified
+
+    @classmethod
+    def apply_weights(cls, streams: Sequence[Stream], samples_per_stream: NDArray[np.int64],
+                      choose_per_epoch: int | None, seed: int) -> int:
+        """Given samples per stream, derive each stream's proportion/repeat/samples.
+
+        Modifies streams to save the derived weights.
+
+        Args:
+            streams (Sequence[Stream]): The list of streams which comprise the dataset.
+            samples_per_stream (NDArray[np.int64]): Underlying samples of each stream.
+            choose_per_epoch (int, optional): Absolute epoch size if weighting relatively.
+            seed (int): Random number generator seed used to sample evenly.
+
+        Returns:
+            int: Number of samples to draw per epoch.
+        """
+        from streaming.plan.sampling import resolve_stream_weights
+
+        cls.validate_weights(streams)
+        weights = resolve_stream_weights(
+            [getattr(s, "proportion", None) for s in streams],
+            [getattr(s, "repeat", None) for s in streams],
+            [getattr(s, "choose", None) for s in streams],
+            samples_per_stream, choose_per_epoch, seed)
+        for stream, proportion, repeat, choose in zip(streams, weights.proportion, weights.repeat,
+                                                      weights.choose):
+            stream.proportion = proportion
+            stream.repeat = repeat
+            stream.choose = choose
+        return int(weights.epoch_size)
+
+    # -- files -----------------------------------------------------------------------------------
+
+    @property
+    def is_remote(self) -> bool:
+        """Whether shards have a remote copy (so the local copy may be evicted)."""
+        if self.remote is None:
+            return False
+        if "://" not in self.remote or self.remote.startswith("file://"):
+            path = self.remote[len("file://"):] if self.remote.startswith("file://") else \
+                self.remote
+            return os.path.abspath(os.path.join(path, self.split)) != \
+                os.path.abspath(os.path.join(self.local, self.split))
+        return True
+
+    def _download_file(self, from_basename: str, to_basename: str | None = None) -> str:
+        """Safely download a file from remote to local cache.
+
+        Args:
+            from_basename (str): Source basename.
+            to_basename (str, optional): Destination basename, if different.
+
+        Returns:
+            str: Local cache filename.
+
+        Raises:
+            FileNotFoundError: There is no remote and the file is not local.
+        """
+        from streaming.storage.download import download
+
+        local = os.path.join(self.local, self.split, to_basename or from_basename)
+        if self.remote is None:
+            if not os.path.isfile(local):
+                raise FileNotFoundError(f"{local}: not found locally and no `remote` is set")
+            return local
+        remote = os.path.join(self.remote, self.split, from_basename)
+        download(remote, local, timeout=self.download_timeout,
+                 retry=max(1, int(self.download_retry)))
+        return local
+
+    def _check_hash(self, info: Any, filename: str, data: bytes | None = None) -> None:
+        """Raise if ``validate_hash`` is set and the file does not match the index."""
+        if not self.validate_hash:
+            return
+        from streaming.format.hashing import get_hash
+
+        if self.validate_hash not in info.hashes:
+            raise ValueError(
+                f"Hash algorithm `{self.validate_hash}` chosen for data validation does not "
+                f"match with those provided during dataset creation "
+                f"`{sorted(info.hashes.keys())}`. Provide one of those.")
+        if data is None:
+            with open(filename, "rb") as f:
+                data = f.read()
+        if get_hash(self.validate_hash, data) != info.hashes[self.validate_hash]:
+            raise ValueError(f"Checksum failure: {filename}")
+
+    def _decompress_shard_part(self, zip_info: Any, zip_filename: str, raw_filename: str,
+                               compression: str | None) -> None:
+        """Validate and decompress shard data (atomically: raw appears only when complete).
+
+        Args:
+            zip_info (FileInfo): Compressed file info.
+            zip_filename (str): Compressed filename.
+            raw_filename (str): Decompressed filename.
+            compression (str, optional): Compression algorithm.
+
+        Raises:
+            ValueError: Checksum failure, or the output is not the size the index says.
+        """
+        from streaming.format.compression import decompress
+        from streaming.storage.atomic import atomic_file
+
+        with open(zip_filename, "rb") as f:
+            data = f.read()
+        self._check_hash(zip_info, zip_filename, data)
+        raw = decompress(compression, data)
+        with atomic_file(raw_filename) as (fd, _):
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+        if not self.safe_keep_zip:
+            os.remove(zip_filename)
+
+    def _prepare_shard_part(self, raw_info: Any, zip_info: Any = None,
+                            compression: str | None = None) -> int:
+        """Get shard data given metadata for the raw and compressed versions of it.
+
+        Args:
+            raw_info (FileInfo): Raw file info.
+            zip_info (FileInfo, optional): Zip file info. Defaults to ``None``.
+            compression (str, optional): Compression algorithm used for zip_info.
+
+        Returns:
+            int: Change in cache usage.
+        """
+        delta = 0
+        dirname = os.path.join(self.local, self.split)
+        raw_filename = os.path.join(dirname, raw_info.basename)
+        if os.path.isfile(raw_filename):
+            if zip_info and not self.safe_keep_zip:
+                zip_filename = os.path.join(dirname, zip_info.basename)
+                if os.path.isfile(zip_filename):
+                    os.remove(zip_filename)
+                    delta -= zip_info.bytes
+        elif zip_info:
+            zip_filename = os.path.join(dirname, zip_info.basename)
+            if not os.path.isfile(zip_filename):
+                self._download_file(zip_info.basename)
+                delta += zip_info.bytes
+            self._decompress_shard_part(zip_info, zip_filename, raw_filename, compression)
+            delta += raw_info.bytes
+            if not self.safe_keep_zip:
+                delta -= zip_info.bytes
+        else:
+            self._download_file(raw_info.basename)
+            delta += raw_info.bytes
+            self._check_hash(raw_info, raw_filename)
+        return delta
+
+    def prepare_shard(self, shard: Any) -> int:
+        """Ensure (download, validate, extract, etc.) that we have the given shard.
+
+        Args:
+            shard (Reader): Which shard.
+
+        Returns:
+            int: Change in cache usage.
+        """
+        delta = 0
+        for raw_info, zip_info in shard.file_pairs:
+            delta += self._prepare_shard_part(raw_info, zip_info, shard.compression)
+        return delta
+
+    def get_shards(self, world: World, allow_unsafe_types: bool) -> list:
+        """Load this Stream's index, retrieving its shard readers.
+
+        The index is downloaded once per node: whoever takes its lock first fetches it
+        (atomically), the others find it in place.
+
+        Args:
+            world (World): Distributed context (kept for the reference's signature).
+            allow_unsafe_types (bool): If a shard contains Pickle, which allows arbitrary code
+                execution during deserialization, whether to keep going if ``True`` or raise an
+                error.
+
+        Returns:
+            List[Reader]: Shard readers.
+
+        Raises:
+            RuntimeError: No remote and no local index.
+            ValueError: The index is corrupt or of an unsupported version.
+        """
+        from streaming.format import get_index_basename, reader_from_json
+
+        basename = get_index_basename()
+        filename = os.path.join(self.local, self.split, basename)
+        if not os.path.exists(filename):
+            if not self.remote:
+                raise RuntimeError(f"No `remote` provided, but local file {filename} does not "
+                                   "exist either")
+            os.makedirs(os.path.dirname(filename), exist_ok=True)
+            with FileLock(filename + ".lock"):
+                if not os.path.exists(filename):
+                    self._download_file(basename)
+        try:
+            with open(filename) as f:
+                obj = json.load(f)
+        except json.decoder.JSONDecodeError as error:
+            error.args = (f"Index file at {filename} is empty or corrupted. " + error.args[0],)
+            raise error
+        if not isinstance(obj, dict) or obj.get("version") != 2:
+            version = obj.get("version") if isinstance(obj, dict) else None
+            raise ValueError(f"Unsupported streaming data version: {version}. Expected version 2.")
+        shards = []
+        for info in obj["shards"]:
+            shard = reader_from_json(self.local, self.split, info)
+            shard.validate(allow_unsafe_types)
+            shards.append(shard)
+        return shards
+
+    def set_up_local(self, shards: list, cache_usage_per_shard: NDArray[np.int64]) -> None:
+        """Bring a local directory into a consistent state, getting which shards are present.
+
+        Args:
+            shards (List[Reader]): List of this stream's shards.
+            cache_usage_per_shard (NDArray[np.int64]): Cache usage per shard of this stream.
+        """
+        local_dirname = os.path.join(self.local, self.split)
+        listing = set()
+        for dirname, _, subfiles in os.walk(local_dirname):
+            for subfile in subfiles:
+                listing.add(os.path.join(dirname, subfile))
+        for i, shard in enumerate(shards):
+            cache_usage_per_shard[i] = shard.set_up_local(listing, self.safe_keep_zip)
+
+    def get_index_size(self) -> int:
+        """Get the size of the index file in bytes.
+
+        Returns:
+            int: Size in bytes.
+        """
+        from streaming.format import get_index_basename
+
+        return os.stat(os.path.join(self.local, self.split, get_index_basename())).st_size
+
+
+def _make_registry() -> Any:
+    """The reference's ``streams_registry`` (a catalogue registry when available)."""
+    try:
+        from streaming.registry_utils import create_registry  # type: ignore[import-not-found]
+    except ImportError:
+        return _SimpleRegistry()
+    return create_registry("streaming", "streams_registry", generic_type=type[Stream],
+                           entry_points=True,
+                           description="The streams registry is used for registering Stream "
+                           "classes.")
+
+
+class _SimpleRegistry:
+    """A minimal name -> Stream class registry (register/get/__contains__/get_all)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Any] = {}
+
+    def register(self, name: str, func: Any = None) -> Any:
+        if func is None:
+            def deco(f: Any) -> Any:
+                self._items[name] = f
+                return f
+            return deco
+        self._items[name] = func
+        return func
+
+    def get(self, name: str) -> Any:
+        if name not in self._items:
+            raise KeyError(f"'{name}' is not registered in streams_registry; registered: "
+                           f"{sorted(self._items)}")
+        return self._items[name]
+
+    def get_all(self) -> dict[str, Any]:
+        return dict(self._items)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._items
+
+
+streams_registry = _make_registry()
+streams_registry.register("stream", func=Stream)

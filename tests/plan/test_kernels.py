@@ -1,0 +1,169 @@
+"""Compiled planning kernels equal their short pure-NumPy twins, and consume the same draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _plan, _shuffle
+
+seeds = st.integers(0, 2**64 - 1)
+span_sizes = st.lists(st.integers(0, 70), min_size=0, max_size=12)
+
+
+def _twin_shuffle_spans(rng, begins, sizes):
+    parts = []
+    for b, s in zip(begins, sizes):
+        a = np.arange(b, b + s, dtype=np.int64)
+        rng.shuffle(a)
+        parts.append(a)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _twin_py1br(rng, ids, bounds, stagger, low, high):
+    ids = ids.copy()
+    for node in range(len(bounds) - 1):
+        start, stop, st_ = int(bounds[node]), int(bounds[node + 1]), int(stagger[node])
+        end, blocks = start, []
+        while end < stop:
+            size = rng.integers(low, high)
+            b0, b1 = max(end - st_, start), min(end + size - st_, stop)
+            blocks.append((b0, b1))
+            end += b1 - b0
+        for b0, b1 in blocks:
+            rng.shuffle(ids[b0:b1])
+    return ids
+
+
+def _twin_py1e(rng, ids, sizes, low, high):
+    n = len(ids)
+    pos = np.arange(n).astype(np.float64)
+    off, warn = 0, False
+    for span in sizes:
+        block = rng.integers(low, high)
+        cutoff = (block - span) / 2
+        if cutoff < 0:
+            cutoff, warn = 0, True
+        lo, hi = max(-cutoff, -off), min(cutoff, n - off - span)
+        pos[off : off + span] += rng.uniform(lo, hi, span)
+        off += span
+    return ids[np.argsort(pos, kind="stable")], warn
+
+
+def _same_state(a: np.random.Generator, b: np.random.Generator) -> bool:
+    return a.bit_generator.state == b.bit_generator.state
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=seeds, sizes=span_sizes, data=st.data())
+def test_shuffle_spans_equals_twin(seed, sizes, data):
+    begins = [data.draw(st.integers(0, 10**12)) for _ in sizes]
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    out = np.empty(sum(sizes), np.int64)
+    _shuffle.shuffle_spans(ours, np.array(begins, np.int64), np.array(sizes, np.int64), out)
+    assert np.array_equal(out, _twin_shuffle_spans(twin, begins, sizes))
+    assert _same_state(ours, twin)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=seeds, sizes=span_sizes, data=st.data())
+def test_gather_shuffle_pieces_equals_twin(seed, sizes, data):
+    src = np.arange(sum(sizes) + 5, dtype=np.int64) * 3
+    starts = [data.draw(st.integers(0, len(src) - s)) for s in sizes]
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    out = np.empty(sum(sizes), np.int64)
+    _shuffle.gather_shuffle_pieces(
+        ours, src, np.array(starts, np.int64), np.array(sizes, np.int64), out
+    )
+    expect = []
+    for s0, n in zip(starts, sizes):
+        piece = src[s0 : s0 + n].copy()
+        twin.shuffle(piece)
+        expect.append(piece)
+    assert np.array_equal(out, np.concatenate(expect) if expect else np.zeros(0, np.int64))
+    assert _same_state(ours, twin)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    node_sizes=st.lists(st.integers(0, 200), min_size=1, max_size=6),
+    low=st.integers(1, 40),
+    extra=st.integers(1, 40),
+    data=st.data(),
+)
+def test_py1br_blocks_equal_twin(seed, node_sizes, low, extra, data):
+    bounds = np.concatenate([[0], np.cumsum(node_sizes)]).astype(np.int64)
+    stagger = np.array([data.draw(st.integers(0, low - 1)) for _ in node_sizes], np.int64)
+    ids = np.random.default_rng(1).permutation(int(bounds[-1]))
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    got = ids.copy()
+    _shuffle.shuffle_blocks_py1br(ours, got, bounds, stagger, low, low + extra)
+    assert np.array_equal(got, _twin_py1br(twin, ids, bounds, stagger, low, low + extra))
+    assert _same_state(ours, twin)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=seeds,
+    sizes=st.lists(st.integers(0, 90), min_size=1, max_size=10),
+    low=st.integers(0, 120),
+    extra=st.integers(1, 80),
+)
+def test_py1e_spread_sort_equals_twin(seed, sizes, low, extra):
+    ids = np.random.default_rng(2).permutation(sum(sizes)) + 1000
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    got = ids.copy()
+    warn = _shuffle.spread_sort_py1e(ours, got, np.array(sizes, np.int64), low, low + extra)
+    expect, twin_warn = _twin_py1e(twin, ids, sizes, low, low + extra)
+    if sum(sizes):
+        assert np.array_equal(got, expect)
+        assert warn == twin_warn
+        assert _same_state(ours, twin)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 2**32), use_map=st.booleans())
+def test_compose_ids_equals_where(n, seed, use_map):
+    rng = np.random.default_rng(seed)
+    shuffle = rng.permutation(n)
+    small = rng.integers(0, 10**9, n) if use_map else None
+    work = rng.integers(-1, n, 2 * n)
+    expect = np.where(work != -1, shuffle[work], -1)
+    if use_map:
+        expect = np.where(expect != -1, small[expect], -1)
+    got = work.copy()
+    _plan.compose_ids(got, shuffle, small)
+    assert np.array_equal(got, expect)
+
+
+def test_kernels_reject_bad_input():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="spans hold"):
+        _shuffle.shuffle_spans(
+            rng, np.array([0], np.int64), np.array([5], np.int64), np.empty(4, np.int64)
+        )
+    with pytest.raises(ValueError, match="negative size"):
+        _shuffle.shuffle_spans(
+            rng, np.array([0], np.int64), np.array([-1], np.int64), np.empty(0, np.int64)
+        )
+    with pytest.raises(ValueError, match="out of the source"):
+        _shuffle.gather_shuffle_pieces(
+            rng,
+            np.arange(4),
+            np.array([2], np.int64),
+            np.array([3], np.int64),
+            np.empty(3, np.int64),
+        )
+    with pytest.raises(ValueError, match="node_bounds"):
+        _shuffle.shuffle_blocks_py1br(
+            rng, np.arange(4), np.array([0, 9], np.int64), np.array([0], np.int64), 2, 3
+        )
+    with pytest.raises(ValueError, match="block size range"):
+        _shuffle.spread_sort_py1e(rng, np.arange(4), np.array([4], np.int64), 5, 5)
+    with pytest.raises(ValueError, match="outside"):
+        _plan.compose_ids(np.array([0, 7, -1]), np.arange(5), None)
+    with pytest.raises(ValueError, match="outside"):
+        _plan.compose_ids(np.array([-2]), None, np.arange(5))

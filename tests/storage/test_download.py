@@ -1,0 +1,155 @@
+"""download(): whole-file, atomic, chunked, retried; local paths, file:// and s3:// (moto)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streaming.storage.download import DownloadError, download
+
+
+def _put(bucket_url: str, key: str, data: bytes) -> str:
+    bucket = bucket_url[len("s3://") :]
+    boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]).put_object(
+        Bucket=bucket, Key=key, Body=data
+    )
+    return f"{bucket_url}/{key}"
+
+
+def _leftovers(directory: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# ---- local sources --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["plain", "file"])
+def test_local_round_trip(tmp_path: pathlib.Path, form: str) -> None:
+    data = os.urandom(100_003)
+    src = tmp_path / "src" / "shard.00000.mds"
+    src.parent.mkdir()
+    src.write_bytes(data)
+    url = str(src) if form == "plain" else f"file://{src}"
+    dest = tmp_path / "out" / "nested" / "shard.00000.mds"
+    assert download(url, str(dest)) == len(data)
+    assert dest.read_bytes() == data
+    assert _leftovers(dest.parent) == ["shard.00000.mds"]
+
+
+def test_local_missing_names_url(tmp_path: pathlib.Path) -> None:
+    url = f"file://{tmp_path}/nope.bin"
+    with pytest.raises(FileNotFoundError, match="nope.bin"):
+        download(url, str(tmp_path / "out" / "nope.bin"))
+    assert not (tmp_path / "out" / "nope.bin").exists()
+
+
+def test_local_directory_is_an_error(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(IsADirectoryError, match=str(tmp_path)):
+        download(str(tmp_path), str(tmp_path / "x"))
+
+
+def test_existing_destination_is_replaced_atomically(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "a"
+    src.write_bytes(b"new content")
+    dest = tmp_path / "b"
+    dest.write_bytes(b"old")
+    download(str(src), str(dest))
+    assert dest.read_bytes() == b"new content"
+    assert oct(dest.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_bad_arguments(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="chunk_size"):
+        download(str(tmp_path), str(tmp_path / "x"), chunk_size=0)
+    with pytest.raises(ValueError, match="unsupported URL scheme 'nosuch'"):
+        download("nosuch://a/b", str(tmp_path / "x"))
+
+
+# ---- s3:// through moto ---------------------------------------------------------------------
+
+
+def test_s3_small_round_trip(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    url = _put(s3_bucket, "dir/index.json", b'{"version": 2, "shards": []}')
+    dest = tmp_path / "index.json"
+    assert download(url, str(dest)) == 28
+    assert dest.read_bytes() == b'{"version": 2, "shards": []}'
+    assert _leftovers(tmp_path) == ["index.json"]
+
+
+def test_s3_empty_object(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    url = _put(s3_bucket, "empty", b"")
+    assert download(url, str(tmp_path / "empty")) == 0
+    assert (tmp_path / "empty").read_bytes() == b""
+
+
+def test_s3_large_object_parallel_ranges(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 12345)
+    url = _put(s3_bucket, "big.bin", data)
+    dest = tmp_path / "big.bin"
+    assert download(url, str(dest), chunk_size=256 * 1024, max_concurrency=5) == len(data)
+    assert dest.read_bytes() == data
+    assert _leftovers(tmp_path) == ["big.bin"]
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.integers(0, 5000), pieces=st.integers(1, 12), slack=st.integers(0, 50),
+       conc=st.integers(1, 6))
+def test_s3_chunked_assembly_property(s3_bucket: str, tmp_path: pathlib.Path, size: int,
+                                      pieces: int, slack: int, conc: int) -> None:
+    """Any object size, chunk size and concurrency reassembles the exact bytes."""
+    chunk = max(1, -(-size // pieces) - slack)  # ~pieces ranges, often a ragged last one
+    data = bytes((i * 7 + size) % 251 for i in range(size))
+    url = _put(s3_bucket, f"prop/{size}", data)
+    dest = tmp_path / f"prop-{size}-{chunk}-{conc}"
+    assert download(url, str(dest), chunk_size=chunk, max_concurrency=conc) == size
+    assert dest.read_bytes() == data
+
+
+def test_s3_missing_object_fails_fast_naming_url(
+    s3_bucket: str, tmp_path: pathlib.Path, fault_proxy
+) -> None:
+    proxy = fault_proxy()
+    url = f"{s3_bucket}/missing/shard.mds"
+    with pytest.raises(FileNotFoundError, match="missing/shard.mds"):
+        download(url, str(tmp_path / "shard.mds"), retry=5, backoff=0.01)
+    assert not (tmp_path / "shard.mds").exists()
+    assert _leftovers(tmp_path) == []
+    # Not retried: s3fs looks the key up once (HEAD, then a listing to rule out a directory).
+    assert proxy.count("HEAD") <= 1 and proxy.count("GET") <= 2
+
+
+def test_s3_missing_bucket(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no-such-bucket-xyz"):
+        download("s3://no-such-bucket-xyz/a", str(tmp_path / "a"), retry=2, backoff=0.01)
+
+
+def test_s3_directory_is_an_error(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    _put(s3_bucket, "d/file", b"x")
+    with pytest.raises(IsADirectoryError, match="/d"):
+        download(f"{s3_bucket}/d", str(tmp_path / "d"))
+
+
+def test_failed_download_leaves_no_final_file(
+    s3_bucket: str, tmp_path: pathlib.Path, fault_proxy
+) -> None:
+    data = os.urandom(600_000)
+    url = _put(s3_bucket, "doomed.bin", data)
+    proxy = fault_proxy(rate=1.0, kinds=("drop",), limit=1000)
+    dest = tmp_path / "doomed.bin"
+    with pytest.raises(DownloadError, match="doomed.bin"):
+        download(url, str(dest), retry=2, backoff=0.01, chunk_size=100_000, timeout=5)
+    assert not dest.exists()
+    assert _leftovers(tmp_path) == []
+    # An old copy under the final name survives a failed refresh untouched.
+    dest.write_bytes(b"previous")
+    with pytest.raises(DownloadError):
+        download(url, str(dest), retry=1, backoff=0.01, timeout=5)
+    assert dest.read_bytes() == b"previous"
+    assert _leftovers(tmp_path) == ["doomed.bin"]
+    assert proxy.injected  # the failures really came from the proxy

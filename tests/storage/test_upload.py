@@ -1,0 +1,148 @@
+"""CloudUploader and friends: the reference's `out` forms, dispatch, listing, uploads to S3."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+
+from streaming.base.storage import upload as base_upload
+from streaming.storage.upload import (
+    AlipanUploader,
+    CloudUploader,
+    LocalUploader,
+    S3Uploader,
+    list_files,
+    upload,
+)
+
+
+def _s3_get(endpoint: str, url: str) -> bytes:
+    bucket, _, key = url[len("s3://") :].partition("/")
+    return boto3.client("s3", endpoint_url=endpoint).get_object(Bucket=bucket, Key=key)[
+        "Body"
+    ].read()
+
+
+def test_base_module_reexports_the_same_classes() -> None:
+    assert base_upload.CloudUploader is CloudUploader
+    assert base_upload.S3Uploader is S3Uploader
+    from streaming.base.storage import LocalUploader as BaseLocal
+
+    assert BaseLocal is LocalUploader
+
+
+def test_local_out_has_no_remote(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "ds"
+    uploader = CloudUploader.get(str(out))
+    assert isinstance(uploader, LocalUploader)
+    assert uploader.local == str(out) and uploader.remote is None
+    assert out.is_dir()
+    (out / "a").write_bytes(b"a")
+    uploader.upload_file("a")  # nothing to upload to: the file stays
+    assert (out / "a").read_bytes() == b"a"
+
+
+def test_local_out_must_be_empty_unless_exist_ok(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    with pytest.raises(FileExistsError, match=str(tmp_path)):
+        CloudUploader.get(str(tmp_path))
+    assert CloudUploader.get(str(tmp_path), exist_ok=True).local == str(tmp_path)
+
+
+def test_local_to_local_tuple_copies_and_clears(tmp_path: pathlib.Path) -> None:
+    local, remote = tmp_path / "l", tmp_path / "r"
+    uploader = CloudUploader.get((str(local), str(remote)))
+    assert isinstance(uploader, LocalUploader) and remote.is_dir()
+    (local / "shard.00000.mds").write_bytes(b"payload")
+    uploader.upload_file("shard.00000.mds")
+    assert (remote / "shard.00000.mds").read_bytes() == b"payload"
+    assert not (local / "shard.00000.mds").exists()  # keep_local=False
+
+
+def test_file_url_remote_with_keep_local(tmp_path: pathlib.Path) -> None:
+    local, remote = tmp_path / "l", tmp_path / "r"
+    uploader = CloudUploader.get((str(local), f"file://{remote}"), keep_local=True)
+    (local / "sub").mkdir()
+    (local / "sub" / "x.bin").write_bytes(b"xx")
+    uploader.upload_file(os.path.join("sub", "x.bin"))
+    assert (remote / "sub" / "x.bin").read_bytes() == b"xx"
+    assert (local / "sub" / "x.bin").exists()
+    assert uploader.list_objects() == [str(local / "sub" / "x.bin")]
+    assert uploader.list_objects("nomatch") == []
+
+
+def test_bad_out_arguments(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="Invalid `out` argument"):
+        CloudUploader.get((str(tmp_path), "s3://b/x", "extra"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Invalid Cloud provider prefix: ftp"):
+        CloudUploader.get("ftp://host/path")
+    with pytest.raises(ValueError, match="alipan"):
+        AlipanUploader("alipan:///data")
+
+
+def test_s3_remote_only_stages_in_temp_dir(
+    s3_bucket: str, s3_endpoint: str, tmp_path: pathlib.Path
+) -> None:
+    uploader = CloudUploader.get(f"{s3_bucket}/dataset")
+    assert isinstance(uploader, S3Uploader)
+    assert uploader.remote == f"{s3_bucket}/dataset"
+    assert os.path.isdir(uploader.local) and os.listdir(uploader.local) == []
+    pathlib.Path(uploader.local, "index.json").write_bytes(b"{}")
+    uploader.upload_file("index.json")
+    assert _s3_get(s3_endpoint, f"{s3_bucket}/dataset/index.json") == b"{}"
+    assert not os.path.exists(os.path.join(uploader.local, "index.json"))
+
+
+def test_s3_missing_bucket_is_reported(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError, match="bucket `no-such-bucket-abc` does not exist"):
+        CloudUploader.get((str(tmp_path / "l"), "s3://no-such-bucket-abc/ds"))
+
+
+def test_s3_concurrent_uploads_and_listing(
+    s3_bucket: str, s3_endpoint: str, tmp_path: pathlib.Path
+) -> None:
+    """upload_file is thread-safe: the writer calls it from a pool, index last."""
+    local = tmp_path / "l"
+    uploader = CloudUploader.get((str(local), f"{s3_bucket}/ds"), keep_local=True,
+                                 progress_bar=True)
+    payloads = {f"shard.{i:05}.mds": os.urandom(1000 + i) for i in range(12)}
+    for name, data in payloads.items():
+        (local / name).write_bytes(data)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(uploader.upload_file, payloads))
+    (local / "index.json").write_bytes(b'{"shards": []}')
+    uploader.upload_file("index.json")
+    for name, data in payloads.items():
+        assert _s3_get(s3_endpoint, f"{s3_bucket}/ds/{name}") == data
+    expected = sorted(f"ds/{name}" for name in [*payloads, "index.json"])
+    assert uploader.list_objects() == expected  # bucket-relative keys, as the reference
+    assert uploader.list_objects("shard.0000") == [f"ds/shard.{i:05}.mds" for i in range(10)]
+    assert list_files(f"{s3_bucket}/ds", "index") == [f"{s3_bucket}/ds/index.json"]
+
+
+def test_upload_missing_local_file(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope"):
+        upload(str(tmp_path / "nope"), str(tmp_path / "dest"))
+
+
+def test_upload_to_local_is_atomic_and_makes_dirs(tmp_path: pathlib.Path) -> None:
+    src = tmp_path / "src"
+    src.write_bytes(b"z" * 10_000)
+    dest = tmp_path / "a" / "b" / "c.bin"
+    upload(str(src), str(dest))
+    assert dest.read_bytes() == b"z" * 10_000
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["c.bin"]
+
+
+def test_list_files_local_and_missing(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    (tmp_path / "d" / "e" / "index.json").write_text("{}")
+    (tmp_path / "d" / "x.mds").write_text("")
+    assert list_files(str(tmp_path / "d")) == [
+        str(tmp_path / "d" / "e" / "index.json"), str(tmp_path / "d" / "x.mds")]
+    assert list_files(str(tmp_path / "d"), "e/") == [str(tmp_path / "d" / "e" / "index.json")]
+    assert list_files(str(tmp_path / "nothing")) == []
