@@ -40,9 +40,6 @@ def s3_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
                  "MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "S3_CANNED_ACL"):
         monkeypatch.delenv(name, raising=False)
-    from streaming.storage.filesystem import clear_filesystem_cache
-
-    clear_filesystem_cache()
 
 
 @pytest.fixture

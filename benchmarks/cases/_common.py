@@ -199,15 +199,30 @@ class RawMDS:
             self.maps.append(mm)
             self.offsets.append(np.frombuffer(mm, np.uint32, n + 1, 4).tolist())
             sizes.append(n)
+        # Columns are stored sorted by name; variable-size ones have a uint32 size up front.
+        first = index["shards"][0] if index["shards"] else {"column_names": [], "column_sizes": []}
+        self.columns = list(
+            zip(first["column_names"], first["column_encodings"], first["column_sizes"])
+        )
+        self.num_var = sum(1 for _, _, size in self.columns if size is None)
         self.ends = np.cumsum(sizes)
         self.num_samples = int(self.ends[-1]) if sizes else 0
 
     def _decode(self, mm: Any, begin: int, end: int) -> dict[str, Any]:
-        if self.kind == "tokens":
+        if self.kind == "tokens":  # one column: shape header + 2048 int32 at the end
             return {"tokens": np.frombuffer(mm, np.int32, TOKENS_PER_ROW, end - TOKENS_PER_ROW * 4)}
-        size = int.from_bytes(mm[begin:begin + 4], "little")
-        text = mm[begin + 4:begin + 4 + size].decode()
-        return {"text": text, "id": int.from_bytes(mm[end - 8:end], "little", signed=True)}
+        var = np.frombuffer(mm, np.uint32, self.num_var, begin).tolist() if self.num_var else []
+        pos = begin + 4 * self.num_var
+        out: dict[str, Any] = {}
+        k = 0
+        for name, enc, size in self.columns:
+            if size is None:
+                size = var[k]
+                k += 1
+            raw = mm[pos : pos + size]
+            out[name] = raw.decode() if enc == "str" else int.from_bytes(raw, "little", signed=True)
+            pos += size
+        return out
 
     def __len__(self) -> int:
         return self.num_samples

@@ -25,8 +25,9 @@ from _common import main
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     src = params["src"]
     size = os.path.getsize(src)
-    out = os.path.join(tempfile.mkdtemp(prefix=f"convert-{impl}-", dir=os.environ.get("BENCH_TMP")),
-                       "mds")
+    out = os.path.join(
+        tempfile.mkdtemp(prefix=f"convert-{impl}-", dir=os.environ.get("BENCH_TMP")), "mds"
+    )
     try:
         if impl == "project":
             from streaming.cli import _COMMANDS
@@ -35,8 +36,9 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
                 raise NotImplementedError("the project has no `streaming convert` command yet")
             argv = [a.format(src=src, out=out) for a in params["cli"]]
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "streaming", *argv],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "streaming", *argv], capture_output=True, text=True
+            )
             elapsed = time.perf_counter() - t0
             if proc.returncode:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()
@@ -53,8 +55,12 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             samples = sum(s["samples"] for s in json.load(f)["shards"])
     finally:
         shutil.rmtree(os.path.dirname(out), ignore_errors=True)
-    return {"seconds": elapsed, "samples": samples, "samples_s": samples / elapsed,
-            "input_MB_s": size / elapsed / 1e6}
+    return {
+        "seconds": elapsed,
+        "samples": samples,
+        "samples_s": samples / elapsed,
+        "input_MB_s": size / elapsed / 1e6,
+    }
 
 
 if __name__ == "__main__":

@@ -47,16 +47,22 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
 
             t0 = time.perf_counter()
             ds = StreamingDataset(view, shuffle=shuffle)
-            it = iter(ds if workers is None else
-                      StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers))
+            it = iter(
+                ds
+                if workers is None
+                else StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
+            )
         else:
             from streaming import StreamingDataLoader, StreamingDataset
 
             clean_shm(impl)
             t0 = time.perf_counter()
             ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
-            it = iter(ds if workers is None else
-                      StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers))
+            it = iter(
+                ds
+                if workers is None
+                else StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
+            )
         first = next(it)
         ttfs = time.perf_counter() - t0
         count = _count(first, workers is not None)
@@ -69,8 +75,12 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(view, ignore_errors=True)
     out = {"ttfs_s": ttfs}
     if not params.get("ttfs_only"):
-        out.update(samples=count, seconds=elapsed, samples_s=count / elapsed,
-                   MB_s=count * row_nbytes(kind) / elapsed / 1e6)
+        out.update(
+            samples=count,
+            seconds=elapsed,
+            samples_s=count / elapsed,
+            MB_s=count * row_nbytes(kind) / elapsed / 1e6,
+        )
     return out
 
 

@@ -37,13 +37,24 @@ def _reference_planner(sizes: np.ndarray, nc: int, algo: str):
 
     n = int(sizes.sum())
     ds = SimpleNamespace(
-        shuffle_seed=SEED, sampling_method="balanced", sampling_granularity=1,
-        epoch_seed_change=True, num_streams=1, shard_offset_per_stream=np.array([0]),
-        shards_per_stream=np.array([len(sizes)]), samples_per_shard=sizes,
+        shuffle_seed=SEED,
+        sampling_method="balanced",
+        sampling_granularity=1,
+        epoch_seed_change=True,
+        num_streams=1,
+        shard_offset_per_stream=np.array([0]),
+        shards_per_stream=np.array([len(sizes)]),
+        samples_per_shard=sizes,
         sample_offset_per_shard=np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
-        streams=[SimpleNamespace(choose=n)], num_canonical_nodes=nc, batch_size=BATCH,
-        partition_algo="relaxed", epoch_size=n, initial_physical_nodes=None, shuffle=True,
-        shuffle_algo=algo, shuffle_block_size=max(4_000_000 // nc, 1 << 18),
+        streams=[SimpleNamespace(choose=n)],
+        num_canonical_nodes=nc,
+        batch_size=BATCH,
+        partition_algo="relaxed",
+        epoch_size=n,
+        initial_physical_nodes=None,
+        shuffle=True,
+        shuffle_algo=algo,
+        shuffle_block_size=max(4_000_000 // nc, 1 << 18),
     )
     ds.resample_streams = StreamingDataset.resample_streams.__get__(ds)
     world = SimpleNamespace(num_nodes=NODES, ranks_per_node=RANKS, workers_per_rank=WORKERS)
@@ -59,9 +70,17 @@ def _project_planner(sizes: np.ndarray, nc: int, algo: str):
     from streaming.plan import PlanSpec, epoch_work, worker_work
 
     n = int(sizes.sum())
-    spec = PlanSpec(samples_per_shard=sizes, shards_per_stream=[len(sizes)], choose_per_stream=[n],
-                    proportion_per_stream=[1.0], num_canonical_nodes=nc, batch_size=BATCH,
-                    shuffle=True, shuffle_algo=algo, shuffle_seed=SEED)
+    spec = PlanSpec(
+        samples_per_shard=sizes,
+        shards_per_stream=[len(sizes)],
+        choose_per_stream=[n],
+        proportion_per_stream=[1.0],
+        num_canonical_nodes=nc,
+        batch_size=BATCH,
+        shuffle=True,
+        shuffle_algo=algo,
+        shuffle_seed=SEED,
+    )
 
     def plan() -> np.ndarray:
         work = epoch_work(spec, NODES, RANKS, WORKERS, EPOCH, 0)
@@ -86,9 +105,14 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
     work_mb = vm_hwm_mb() - before
     checksum = int(ids[:1000].sum())  # the same for every faithful planner
-    return {"seconds": elapsed, "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
-            "work_mb": work_mb, "worker_samples": int(len(ids)), "head_checksum": checksum,
-            "epoch_int64_mb": n * 8 / 2**20}
+    return {
+        "seconds": elapsed,
+        "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
+        "work_mb": work_mb,
+        "worker_samples": int(len(ids)),
+        "head_checksum": checksum,
+        "epoch_int64_mb": n * 8 / 2**20,
+    }
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import shutil
 import time
 from typing import Any
 
-from _common import MDS_COLUMNS, main, rows, text_row, token_pool, bytes_pool
+from _common import MDS_COLUMNS, bytes_pool, main, rows, text_row, token_pool
 
 _POOLS: dict[str, Any] = {}
 
@@ -49,8 +49,15 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     elif impl == "litdata":
         from litdata import optimize
 
-        optimize(fn=_litdata_row, inputs=[(kind, i) for i in range(n)], output_dir=out, chunk_bytes="64MB",
-                 num_workers=1, reorder_files=False, verbose=False)
+        optimize(
+            fn=_litdata_row,
+            inputs=[(kind, i) for i in range(n)],
+            output_dir=out,
+            chunk_bytes="64MB",
+            num_workers=1,
+            reorder_files=False,
+            verbose=False,
+        )
     else:
         from streaming import MDSWriter
 

@@ -39,8 +39,13 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         open_s = t1 - t0
     finally:
         shutil.rmtree(view, ignore_errors=True)
-    return {"samples": n, "seconds": elapsed, "open_s": open_s, "samples_s": n / elapsed,
-            "MB_s": n * row_nbytes(kind) / elapsed / 1e6}
+    return {
+        "samples": n,
+        "seconds": elapsed,
+        "open_s": open_s,
+        "samples_s": n / elapsed,
+        "MB_s": n * row_nbytes(kind) / elapsed / 1e6,
+    }
 
 
 if __name__ == "__main__":

@@ -33,18 +33,25 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
 
             # litdata's obstore fast path refuses plain http unless told; the loopback endpoint
             # is http, so allow it (this changes no performance setting).
-            lit_dl._OBSTORE_CLIENT_OPTIONS = {**lit_dl._OBSTORE_CLIENT_OPTIONS, "allow_http": "true"}
+            lit_dl._OBSTORE_CLIENT_OPTIONS = {
+                **lit_dl._OBSTORE_CLIENT_OPTIONS,
+                "allow_http": "true",
+            }
             t0 = time.perf_counter()
-            ds = StreamingDataset(params["litdata_remote"], cache_dir=cache,
-                                  storage_options={"endpoint_url": params["endpoint"]})
+            ds = StreamingDataset(
+                params["litdata_remote"],
+                cache_dir=cache,
+                storage_options={"endpoint_url": params["endpoint"]},
+            )
         else:
             from streaming import StreamingDataset
 
             clean_shm(impl)
             local = os.path.join(cache, "local")
             t0 = time.perf_counter()
-            ds = StreamingDataset(remote=params["remote"], local=local, shuffle=False,
-                                  batch_size=32)
+            ds = StreamingDataset(
+                remote=params["remote"], local=local, shuffle=False, batch_size=32
+            )
         it = iter(ds)
         next(it)
         ttfs = time.perf_counter() - t0
@@ -54,8 +61,13 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         elapsed = time.perf_counter() - t0
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    return {"ttfs_s": ttfs, "samples": count, "seconds": elapsed, "samples_s": count / elapsed,
-            "MB_s": count * row_nbytes(kind) / elapsed / 1e6}
+    return {
+        "ttfs_s": ttfs,
+        "samples": count,
+        "seconds": elapsed,
+        "samples_s": count / elapsed,
+        "MB_s": count * row_nbytes(kind) / elapsed / 1e6,
+    }
 
 
 if __name__ == "__main__":

@@ -14,8 +14,13 @@ from _common import main
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=params["endpoint"], aws_access_key_id="testing",
-                      aws_secret_access_key="testing", region_name="us-east-1")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=params["endpoint"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
     bucket = params["bucket"]
     existing = [b["Name"] for b in s3.list_buckets().get("Buckets", [])]
     if bucket not in existing:

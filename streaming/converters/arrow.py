@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["arrow_type_to_mds", "encode_batch", "infer_mds_columns"]
+__all__ = ["arrow_type_to_mds", "encode_batch", "encode_rows", "infer_mds_columns"]
 
 # Fixed-size MDS encodings -> NumPy dtype.
 _FIXED = {
@@ -163,17 +163,8 @@ class _Column:
             self.heads = [_shape_head(int(n)) for n in lengths]
             return
         # Anything else: the per-value MDS encoder on Python values.
-        from streaming.format.mds.encodings import mds_encode
-
         items = array.to_pylist()
-        if enc == "json":
-            self.values = [json.dumps(v).encode("utf-8") for v in items]
-            return
-        coder: Callable[[Any], bytes] = _python_value_coder(enc, mds_encode)
-        try:
-            self.values = [coder(v) for v in items]
-        except (TypeError, AttributeError, KeyError) as err:
-            raise self._fail(str(err)) from err
+        self.values = _encode_values(self.name, enc, items)
 
     def row(self, i: int) -> bytes:
         if self.values is not None:
@@ -198,8 +189,13 @@ def _shape_head(n: int) -> bytes:
     return bytes([(1 << 2) | 3]) + n.to_bytes(8, "little")
 
 
-def _python_value_coder(encoding: str, mds_encode: Callable[[str, Any], bytes]) -> Callable:
-    """Per-value encoder: Arrow gives Python values; numpy scalars/arrays where MDS wants them."""
+def _python_value_coder(encoding: str) -> Callable[[Any], bytes]:
+    """Per-value encoder: from Python values, made numpy scalars/arrays where MDS wants them."""
+    from streaming.format.mds.encodings import mds_encode
+
+    if encoding == "json":
+        # As MDS's JSON encoding; json.dumps takes every value a JSON parser returns.
+        return lambda v: json.dumps(v).encode("utf-8")
     if encoding.startswith("ndarray"):
         parts = encoding.split(":")
         dtype = parts[1] if len(parts) > 1 else None
@@ -208,6 +204,49 @@ def _python_value_coder(encoding: str, mds_encode: Callable[[str, Any], bytes]) 
         dtype = np.dtype(_FIXED[encoding])
         return lambda v: mds_encode(encoding, dtype.type(v))
     return lambda v: mds_encode(encoding, v)
+
+
+def _encode_values(name: str, encoding: str, items: list[Any]) -> list[bytes]:
+    """Encode Python values of one column, naming the column in any error."""
+    coder = _python_value_coder(encoding)
+    try:
+        return [coder(v) for v in items]
+    except (TypeError, AttributeError, KeyError, ValueError, OverflowError) as err:
+        raise ValueError(f"column {name!r} ({encoding}): {err}") from None
+
+
+def encode_rows(rows: list[dict[str, Any]], column_names: list[str],
+                column_encodings: list[str], column_sizes: list[int | None]) -> list[bytes]:
+    """Encode rows given as Python dicts (e.g. parsed JSON) as ``MDSWriter.encode_sample`` would.
+
+    Args:
+        rows (List[Dict[str, Any]]): The rows.
+        column_names (List[str]): MDS column names, in the writer's (sorted) order.
+        column_encodings (List[str]): Their encodings.
+        column_sizes (List[int | None]): Their fixed sizes (``None`` for variable size).
+
+    Returns:
+        List[bytes]: One encoded sample per row.
+
+    Raises:
+        ValueError: A column is missing or a value does not fit its encoding.
+    """
+    cols = []
+    for name, enc, size in zip(column_names, column_encodings, column_sizes):
+        try:
+            items = [row[name] for row in rows]
+        except KeyError:
+            raise ValueError(f"column {name!r} is missing from a row") from None
+        values = _encode_values(name, enc, items)
+        if size is not None and any(len(v) != size for v in values):
+            raise ValueError(f"column {name!r} ({enc}): encoded size is not {size}")
+        cols.append((values, size is None))
+    out = []
+    for i in range(len(rows)):
+        sizes = [len(values[i]) for values, variable in cols if variable]
+        head = np.array(sizes, "<u4").tobytes()
+        out.append(b"".join([head, *[values[i] for values, _ in cols]]))
+    return out
 
 
 def encode_batch(batch: Any, column_names: list[str], column_encodings: list[str],

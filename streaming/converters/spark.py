@@ -105,6 +105,10 @@ def _map_spark_dtype(spark_data_type: Any) -> str:
     """
     if isinstance(spark_data_type, DecimalType):
         mds_type = SPARK_TO_MDS.get(DecimalType())
+    elif isinstance(spark_data_type, ArrayType):
+        # Whether elements may be null does not change the encoding (the reference only knows
+        # arrays that allow nulls, so it rejects e.g. ArrayType(IntegerType(), False)).
+        mds_type = SPARK_TO_MDS.get(ArrayType(spark_data_type.elementType))
     else:
         mds_type = SPARK_TO_MDS.get(spark_data_type)
     if mds_type is None:

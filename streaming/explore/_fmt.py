@@ -67,6 +67,9 @@ def summarize_value(value: Any) -> str:
         return f"bytes[{len(data):,}] {data[:16].hex()}{'…' if len(data) > 16 else ''}"
     if isinstance(value, str):
         return repr(truncate(value, 60))
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):
+        return repr(value.item())
     if isinstance(value, list) and value and all(is_pil_image(v) for v in value):
         return f"<{len(value)} images>"
     return truncate(repr(value), 60)

@@ -225,7 +225,24 @@ def concat_tables(tables: list[pyarrow.Table]) -> pyarrow.Table:
 
     if len(tables) == 1:
         return tables[0]
-    return pa.concat_tables(tables, promote_options="default")
+    try:
+        # Widens what can be widened: nulls, integer sizes, decimal precisions.
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    # A text-backed column typed differently by different shards (str_int that overflows int64
+    # in only some shards, ...): fall back to its text for every shard.
+    names = tables[0].column_names
+    conflicting = {n for n in names if len({t.schema.field(n).type for t in tables}) > 1}
+    fixed = []
+    for table in tables:
+        for name in conflicting:
+            i = table.schema.get_field_index(name)
+            field = table.schema.field(i)
+            table = table.set_column(i, field.with_type(pa.string()),
+                                     table.column(i).cast(pa.string()))
+        fixed.append(table)
+    return pa.concat_tables(fixed, promote_options="permissive")
 
 
 def empty_table(columns: Sequence[ColumnInfo], names: Sequence[str]) -> pyarrow.Table:

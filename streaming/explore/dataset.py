@@ -272,6 +272,9 @@ class DatasetView:
         Returns:
             ShardView: The shard.
         """
+        n = self.index.num_shards
+        if not -n <= i < n:
+            raise IndexError(f"{self.index.url}: shard {i} out of range (dataset has {n})")
         return ShardView(self, self.index.shards[i])
 
     def _split_dir(self, root: str) -> str:

@@ -166,7 +166,9 @@ def render_value(value: Any, encoding: str | None = None) -> str:
         except (TypeError, ValueError):
             text = repr(value)
         return f"<code>{_e(truncate(text))}</code>"
-    return _e(truncate(repr(value) if not isinstance(value, (int, float)) else str(value)))
+    if hasattr(value, "item") and hasattr(value, "dtype"):  # a NumPy scalar
+        value = value.item()
+    return _e(truncate(str(value) if isinstance(value, (int, float)) else repr(value)))
 
 
 def render_sample(
@@ -224,7 +226,8 @@ def render_samples(
 
 
 def _summary_rows(pairs: Sequence[tuple[str, Any]]) -> str:
-    return _table(["", ""], [(f"<b>{_e(k)}</b>", _e(v)) for k, v in pairs])
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in pairs)
+    return f"<table><tbody>{rows}</tbody></table>"
 
 
 def _columns_table(columns: Sequence[Any]) -> str:
@@ -355,8 +358,8 @@ def render_dataset(dataset: Any, max_rows: int = MAX_SHARD_ROWS) -> str:
             shards = get("shards")
             value = len(shards) if shards is not None else None
         if value is not None:
-            pairs.append((label, format_count(value) if isinstance(value, int)
-                          and not isinstance(value, bool) else value))
+            counted = attr in ("num_samples", "num_shards", "epoch_size")
+            pairs.append((label, format_count(int(value)) if counted else value))
     streams = get("streams") or []
     offsets = get("sample_offset_per_stream")
     shards_per_stream = get("shards_per_stream")

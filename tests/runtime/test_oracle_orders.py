@@ -7,7 +7,6 @@ import os
 import pathlib
 
 import pytest
-
 from rt_helpers import run_rank, world_env, write_dataset
 
 

@@ -96,7 +96,7 @@ def test_s3_large_object_parallel_ranges(s3_bucket: str, tmp_path: pathlib.Path)
     assert _leftovers(tmp_path) == ["big.bin"]
 
 
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(size=st.integers(0, 5000), pieces=st.integers(1, 12), slack=st.integers(0, 50),
        conc=st.integers(1, 6))

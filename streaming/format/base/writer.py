@@ -22,7 +22,7 @@ import urllib.parse
 from concurrent.futures import Future, ThreadPoolExecutor
 from threading import Event
 from types import TracebackType
-from typing import Any, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 from streaming.format.compression import compress, get_compression_extension, is_compression
 from streaming.format.hashing import hash_chunks, is_hash
@@ -306,13 +306,20 @@ class Writer:
         """
         return self._process_chunks([raw_data], raw_basename, zip_basename)
 
-    def _submit_shard(self, obj: dict[str, Any], files: list[tuple[str, Chunks, str, Any]]) -> None:
+    def _submit_shard(
+        self,
+        obj: dict[str, Any],
+        files: list[tuple[str, Chunks, str, Any]],
+        on_done: Callable[[], None] | None = None,
+    ) -> None:
         """Append a shard entry now and fill in its file infos in the background.
 
         Args:
             obj (Dict[str, Any]): The shard's index entry (without file infos yet).
             files (list): ``(raw_key, chunks, raw_basename, zip_basename)`` per file; the infos
                 land in ``obj[raw_key]`` and ``obj['zip' + raw_key[3:]]``.
+            on_done (Callable, optional): Called once the files are written (or failed), e.g. to
+                recycle the buffers behind ``chunks``.
         """
         self.shards.append(obj)
         if self._file_executor is None:
@@ -321,17 +328,25 @@ class Writer:
         while len(self._file_futures) >= _MAX_PENDING_SHARDS:
             self._file_futures.pop(0).exception()
             self._raise_if_failed()
-        future = self._file_executor.submit(self._write_shard_files, obj, files)
+        future = self._file_executor.submit(self._write_shard_files, obj, files, on_done)
         future.add_done_callback(self._record_failure)
         self._file_futures.append(future)
 
-    def _write_shard_files(self, obj: dict[str, Any], files: list) -> None:
-        for raw_key, chunks, raw_basename, zip_basename in files:
-            raw_info, zip_info = self._process_chunks(chunks, raw_basename, zip_basename)
-            obj[raw_key] = raw_info
-            obj["zip" + raw_key[3:]] = zip_info
-        for _, _, raw_basename, zip_basename in files:
-            self._upload(zip_basename or raw_basename)
+    def _write_shard_files(
+        self, obj: dict[str, Any], files: list, on_done: Callable[[], None] | None
+    ) -> None:
+        names = [zip_basename or raw_basename for _, _, raw_basename, zip_basename in files]
+        try:
+            for raw_key, chunks, raw_basename, zip_basename in files:
+                raw_info, zip_info = self._process_chunks(chunks, raw_basename, zip_basename)
+                obj[raw_key] = raw_info
+                obj["zip" + raw_key[3:]] = zip_info
+        finally:
+            files.clear()  # drop our references to the buffers before recycling them
+            if on_done is not None:
+                on_done()
+        for name in names:
+            self._upload(name)
 
     def _upload(self, basename: str) -> None:
         if self.cloud_writer is None:

@@ -132,6 +132,10 @@ class Int(Encoding):
         return _INT64.unpack_from(data)[0]
 
 
+# Shape width code -> struct format character (uint8, uint16, uint32, uint64).
+_SHAPE_CODES = "BHIQ"
+
+
 class NDArray(Encoding):
     """Store a NumPy array; the dtype and the shape may each be fixed by the encoding string.
 
@@ -271,11 +275,11 @@ class NDArray(Encoding):
             byte = data[index]
             index += 1
             ndim = byte >> 2
-            width = 1 << (byte & 3)
-            end = index + ndim * width
+            code = _SHAPE_CODES[byte & 3]
+            end = index + ndim * (1 << (byte & 3))
             if end > len(data):
                 raise ValueError("ndarray: data too short for its shape header")
-            shape = np.frombuffer(data, self._int2shape_dtype[byte & 3], ndim, index)
+            shape = struct.unpack_from(f"<{ndim}{code}", data, index)
             index = end
         return np.frombuffer(data, dtype, offset=index).reshape(shape)
 

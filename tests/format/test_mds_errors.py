@@ -1,0 +1,215 @@
+"""Bad input: corrupt shards, indexes and compressed files raise clear errors naming the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+from streaming.format import decompress_shard, reader_from_json, verify_hash
+from streaming.format.index import load_index, parse_index
+from streaming.format.mds.writer import MDSWriter
+from streaming.local import LocalDataset
+
+COLUMNS = {"id": "int", "text": "str", "arr": "ndarray"}
+
+
+def _write(path, compression=None, count=10, hashes=("sha1", "xxh64")) -> str:
+    out = str(path)
+    with MDSWriter(out=out, columns=COLUMNS, compression=compression, hashes=list(hashes),
+                   size_limit=None) as writer:
+        for i in range(count):
+            writer.write({"id": i, "text": f"sample {i}", "arr": np.arange(i + 1)})
+    return out
+
+
+def _shard_info(out: str) -> dict:
+    return load_index(os.path.join(out, "index.json"))["shards"][0]
+
+
+def test_truncated_shard(tmp_path) -> None:
+    out = _write(tmp_path / "d")
+    path = os.path.join(out, "shard.00000.mds")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:-30])
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*past the end"):
+        LocalDataset(out)[9]
+    open(path, "wb").write(data[:20])
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*truncated"):
+        LocalDataset(out)[0]
+    open(path, "wb").write(b"")
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*truncated"):
+        LocalDataset(out)[0]
+
+
+def test_offsets_past_end_and_out_of_order(tmp_path) -> None:
+    out = _write(tmp_path / "d")
+    path = os.path.join(out, "shard.00000.mds")
+    data = bytearray(open(path, "rb").read())
+    bad = data.copy()
+    bad[4 + 4 * 3 : 8 + 4 * 3] = struct.pack("<I", len(data) + 1000)
+    open(path, "wb").write(bad)
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds"):
+        LocalDataset(out)[0]
+    bad = data.copy()
+    bad[4 + 4 * 3 : 8 + 4 * 3] = struct.pack("<I", 0)
+    open(path, "wb").write(bad)
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*(order|header)"):
+        LocalDataset(out)[0]
+
+
+def test_sample_count_mismatch(tmp_path) -> None:
+    out = _write(tmp_path / "d")
+    index_path = os.path.join(out, "index.json")
+    index = json.load(open(index_path))
+    index["shards"][0]["samples"] = 11
+    json.dump(index, open(index_path, "w"))
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*10 samples.*11"):
+        LocalDataset(out)[0]
+
+
+def test_column_sizes_inconsistent_with_row(tmp_path) -> None:
+    out = _write(tmp_path / "d")
+    info = _shard_info(out)
+    info["column_sizes"] = [None, None, 4000]  # claims a fixed size the rows don't have
+    reader = reader_from_json(out, None, info)
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds.*runs past the end"):
+        reader.get_item(0)
+
+
+def test_corrupt_compressed_data(tmp_path) -> None:
+    out = _write(tmp_path / "d", compression="zstd")
+    info = _shard_info(out)
+    zip_path = os.path.join(out, info["zip_data"]["basename"])
+    raw_path = os.path.join(out, info["raw_data"]["basename"])
+    data = open(zip_path, "rb").read()
+    open(zip_path, "wb").write(data[:8] + b"\xff" * (len(data) - 8))
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds\.zstd"):
+        decompress_shard(zip_path, raw_path, "zstd", raw_info=info["raw_data"])
+    assert not os.path.exists(raw_path)
+    assert [f for f in os.listdir(out) if f.endswith(".part")] == []
+
+
+@pytest.mark.parametrize("algo", ["gz", "bz2", "br", "snappy"])
+def test_garbage_for_each_codec(tmp_path, algo) -> None:
+    zip_path = tmp_path / "shard.00000.mds.x"
+    zip_path.write_bytes(b"this is not compressed data at all" * 3)
+    with pytest.raises(ValueError, match="shard.00000.mds.x"):
+        decompress_shard(str(zip_path), str(tmp_path / "raw"), algo)
+
+
+def test_hash_mismatch_with_validate_hash(tmp_path) -> None:
+    out = _write(tmp_path / "d", compression="zstd")
+    info = _shard_info(out)
+    zip_path = os.path.join(out, info["zip_data"]["basename"])
+    raw_path = os.path.join(out, info["raw_data"]["basename"])
+    info["zip_data"]["hashes"]["sha1"] = "0" * 40
+    with pytest.raises(ValueError, match=r"Checksum failure: .*shard\.00000\.mds\.zstd"):
+        decompress_shard(zip_path, raw_path, "zstd", validate_hash="sha1",
+                         zip_info=info["zip_data"])
+    with pytest.raises(ValueError, match="does not match with those provided"):
+        decompress_shard(zip_path, raw_path, "zstd", validate_hash="md5",
+                         zip_info=info["zip_data"])
+    with pytest.raises(ValueError, match="Checksum failure"):
+        verify_hash("f", b"abc", "sha1", {"sha1": "0" * 40})
+
+
+def test_decompressed_size_must_match_index(tmp_path) -> None:
+    out = _write(tmp_path / "d", compression="gz")
+    info = _shard_info(out)
+    zip_path = os.path.join(out, info["zip_data"]["basename"])
+    raw_path = os.path.join(out, info["raw_data"]["basename"])
+    raw_info = dict(info["raw_data"], bytes=info["raw_data"]["bytes"] - 1)
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds\.gz"):
+        decompress_shard(zip_path, raw_path, "gz", raw_info=raw_info)
+    size = decompress_shard(zip_path, raw_path, "gz", raw_info=info["raw_data"], keep_zip=False)
+    assert size == info["raw_data"]["bytes"] == os.path.getsize(raw_path)
+    assert not os.path.exists(zip_path)
+
+
+def _index_with(**changes) -> dict:
+    shard = {
+        "column_encodings": ["int"], "column_names": ["a"], "column_sizes": [8],
+        "compression": None, "format": "mds", "hashes": [],
+        "raw_data": {"basename": "shard.00000.mds", "bytes": 100, "hashes": {}},
+        "samples": 1, "size_limit": None, "version": 2, "zip_data": None,
+    }
+    for key, value in changes.items():
+        if value is KeyError:
+            del shard[key]
+        else:
+            shard[key] = value
+    return {"version": 2, "shards": [shard]}
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"raw_data": {"basename": "../x", "bytes": 1, "hashes": {}}}, "'..'"),
+        ({"raw_data": {"basename": "a/../../x", "bytes": 1, "hashes": {}}}, "'..'"),
+        ({"raw_data": {"basename": "/etc/passwd", "bytes": 1, "hashes": {}}}, "relative"),
+        ({"raw_data": {"basename": "", "bytes": 1, "hashes": {}}}, "non-empty"),
+        ({"raw_data": {"basename": "x", "bytes": -1, "hashes": {}}}, "byte size"),
+        ({"raw_data": {"basename": "x", "bytes": 1 << 70, "hashes": {}}}, "byte size"),
+        ({"raw_data": {"basename": "x", "bytes": 1}}, "missing field 'hashes'"),
+        ({"samples": -3}, "sample count"),
+        ({"samples": 1 << 40}, "sample count"),
+        ({"samples": KeyError}, "missing field 'samples'"),
+        ({"format": "parquet"}, "unknown format 'parquet'"),
+        ({"compression": "lz4"}, "unknown compression"),
+        ({"version": 3}, "version"),
+        ({"zip_data": {"basename": "x.zstd", "bytes": 1, "hashes": {}}}, "no compression"),
+    ],
+)
+def test_bad_index_entries(tmp_path, changes, message) -> None:
+    path = tmp_path / "index.json"
+    path.write_text(json.dumps(_index_with(**changes)))
+    with pytest.raises(ValueError, match=message) as info:
+        load_index(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_bad_index_files() -> None:
+    with pytest.raises(ValueError, match="idx.json.*not a valid JSON"):
+        parse_index(b"{not json", "idx.json")
+    with pytest.raises(ValueError, match="idx.json.*version"):
+        parse_index(b'{"version": 1, "shards": []}', "idx.json")
+    with pytest.raises(ValueError, match="idx.json.*'shards' must be a list"):
+        parse_index(b'{"version": 2, "shards": {}}', "idx.json")
+    assert parse_index(b'{"version": 2, "shards": []}', "idx.json") == {"version": 2, "shards": []}
+
+
+def test_unknown_encoding_in_index(tmp_path) -> None:
+    info = _index_with(column_encodings=["float128"])["shards"][0]
+    with pytest.raises(ValueError, match="unsupported encoding 'float128'"):
+        reader_from_json(str(tmp_path), None, info)
+
+
+def test_pickle_columns_refused_unless_allowed(tmp_path) -> None:
+    with MDSWriter(out=str(tmp_path / "d"), columns={"obj": "pkl", "x": "int"}) as writer:
+        writer.write({"obj": {"a": 1}, "x": 1})
+    reader = reader_from_json(str(tmp_path / "d"), None, _shard_info(str(tmp_path / "d")))
+    with pytest.raises(ValueError, match="Column obj contains an unsafe type: pkl"):
+        reader.validate(allow_unsafe_types=False)
+    reader.validate(allow_unsafe_types=True)
+    assert reader[0]["obj"] == {"a": 1}
+
+
+def test_missing_optional_libraries_name_the_extra(monkeypatch) -> None:
+    import sys
+
+    from streaming.format.compression import compress
+    from streaming.format.mds.encodings import mds_encode
+
+    monkeypatch.setitem(sys.modules, "brotli", None)
+    monkeypatch.setitem(sys.modules, "snappy", None)
+    with pytest.raises(ImportError, match=r"shardstream\[brotli\]"):
+        compress("br", b"abc")
+    with pytest.raises(ImportError, match=r"shardstream\[snappy\]"):
+        compress("snappy", b"abc")
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(ImportError, match=r"shardstream\[image\]"):
+        mds_encode("png", object())

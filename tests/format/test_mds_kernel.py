@@ -1,0 +1,193 @@
+"""The compiled MDS kernel (streaming._kernels._mds) against a pure-Python twin, and fuzzing."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _mds
+
+# ---- the pure-Python twin ------------------------------------------------------------------
+
+
+def _u32(buf: bytes, pos: int) -> int:
+    return struct.unpack_from("<I", buf, pos)[0]
+
+
+def py_check_shard(buf: bytes, samples: int) -> int:
+    size = len(buf)
+    if size < 8:
+        raise ValueError("truncated")
+    n = _u32(buf, 0)
+    if n != samples:
+        raise ValueError("count mismatch")
+    need = 4 + 4 * (n + 1)
+    if size < need:
+        raise ValueError("truncated")
+    prev = need
+    for i in range(n + 1):
+        off = _u32(buf, 4 + 4 * i)
+        if off < prev or off > size:
+            raise ValueError("bad offset")
+        prev = off
+    return _u32(buf, 4)
+
+
+def py_decode_row(buf, idx, samples, names, kinds, decoders, fixed):
+    if not 0 <= idx < samples:
+        raise IndexError(idx)
+    if len(buf) < 12 + 4 * idx:
+        raise ValueError("truncated")
+    begin, end = _u32(buf, 4 + 4 * idx), _u32(buf, 8 + 4 * idx)
+    if begin > end or end > len(buf):
+        raise ValueError("bad row")
+    row = buf[begin:end]
+    num_var = sum(1 for f in fixed if f < 0)
+    if len(row) < 4 * num_var:
+        raise ValueError("short row")
+    pos, k, out = 4 * num_var, 0, {}
+    for name, kind, decode, size in zip(names, kinds, decoders, fixed):
+        if size < 0:
+            size = _u32(row, 4 * k)
+            k += 1
+        if pos + size > len(row):
+            raise ValueError("column past end")
+        data = bytes(row[pos : pos + size])
+        out[name] = data if kind == 0 else data.decode("utf-8") if kind == 1 else decode(data)
+        pos += size
+    return out
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def _shard(rows: list[bytes], config: bytes = b"{}") -> bytes:
+    head = 4 + 4 * (len(rows) + 1) + len(config)
+    offsets = [head]
+    for row in rows:
+        offsets.append(offsets[-1] + len(row))
+    return struct.pack(f"<I{len(offsets)}I", len(rows), *offsets) + config + b"".join(rows)
+
+
+def _row(values: list[bytes], fixed: list[int]) -> bytes:
+    sizes = [len(v) for v, f in zip(values, fixed) if f < 0]
+    return struct.pack(f"<{len(sizes)}I", *sizes) + b"".join(values)
+
+
+def _outcome(func, *args):
+    try:
+        return ("ok", func(*args))
+    except IndexError:
+        return ("IndexError", None)
+    except ValueError:  # UnicodeDecodeError included
+        return ("ValueError", None)
+
+
+COLUMNS = st.lists(
+    st.tuples(st.sampled_from([0, 1, 2]), st.one_of(st.just(-1), st.integers(0, 6))),
+    min_size=0,
+    max_size=5,
+)
+
+
+@st.composite
+def shards(draw):
+    cols = draw(COLUMNS)
+    names = tuple(f"c{i}" for i in range(len(cols)))
+    kinds = np.array([k for k, _ in cols], np.int64)
+    fixed = np.array([f for _, f in cols], np.int64)
+    rows = []
+    for _ in range(draw(st.integers(0, 5))):
+        values = []
+        for kind, size in cols:
+            n = size if size >= 0 else draw(st.integers(0, 12))
+            if kind == 1:
+                values.append(draw(st.text(max_size=n)).encode()[:n].ljust(n, b"a"))
+            else:
+                values.append(draw(st.binary(min_size=n, max_size=n)))
+        rows.append(_row(values, list(fixed)))
+    return names, kinds, fixed, rows
+
+
+def _decoders(n: int) -> tuple:
+    return tuple(bytes.hex for _ in range(n))
+
+
+# ---- tests ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shards(), st.data())
+def test_kernel_matches_twin_on_valid_and_mutated_shards(shard, data) -> None:
+    names, kinds, fixed, rows = shard
+    buf = bytearray(_shard(rows))
+    # Mutate some bytes or truncate, sometimes.
+    mode = data.draw(st.sampled_from(["keep", "flip", "truncate"]))
+    if mode == "flip" and buf:
+        for _ in range(data.draw(st.integers(1, 4))):
+            pos = data.draw(st.integers(0, len(buf) - 1))
+            buf[pos] = data.draw(st.integers(0, 255))
+    elif mode == "truncate":
+        buf = buf[: data.draw(st.integers(0, len(buf)))]
+    buf = bytes(buf)
+    decoders = _decoders(len(names))
+    samples = len(rows)
+    checked = _outcome(_mds.check_shard, buf, samples, "f")
+    assert checked[0] == _outcome(py_check_shard, buf, samples)[0]
+    if checked[0] != "ok":
+        return
+    for idx in range(-1, samples + 1):
+        got = _outcome(_mds.decode_row, buf, idx, samples, names, kinds, decoders, fixed, "f")
+        want = _outcome(py_decode_row, buf, idx, samples, names, kinds, decoders, fixed)
+        assert got == want
+        if got[0] == "ok":
+            assert _mds.row_bytes(buf, idx, samples, "f") == buf[
+                _u32(buf, 4 + 4 * idx) : _u32(buf, 8 + 4 * idx)
+            ]
+    ok = [i for i in range(samples)]
+    if all(
+        _outcome(py_decode_row, buf, i, samples, names, kinds, decoders, fixed)[0] == "ok"
+        for i in ok
+    ):
+        batch = _mds.decode_rows(buf, np.array(ok, np.int64), samples, names, kinds, decoders, fixed, "f")
+        assert batch == [py_decode_row(buf, i, samples, names, kinds, decoders, fixed) for i in ok]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.integers(0, 8), COLUMNS)
+def test_random_bytes_raise_only_clean_errors(buf, samples, cols) -> None:
+    names = tuple(f"c{i}" for i in range(len(cols)))
+    kinds = np.array([k for k, _ in cols], np.int64)
+    fixed = np.array([f for _, f in cols], np.int64)
+    decoders = _decoders(len(cols))
+    try:
+        _mds.check_shard(buf, samples, "fuzz.mds")
+    except ValueError as err:
+        assert "fuzz.mds" in str(err)
+    for idx in range(samples + 1):
+        try:
+            _mds.decode_row(buf, idx, samples, names, kinds, decoders, fixed, "fuzz.mds")
+        except (ValueError, IndexError):
+            pass
+
+
+def test_errors_name_the_file() -> None:
+    buf = _shard([b"abc", b"de"])
+    with pytest.raises(ValueError, match="x.mds.*truncated"):
+        _mds.check_shard(buf[:10], 2, "x.mds")
+    with pytest.raises(ValueError, match="x.mds.*index says 3"):
+        _mds.check_shard(buf, 3, "x.mds")
+    past = bytearray(buf)
+    past[8:12] = struct.pack("<I", 10_000)  # offsets[1] past the end
+    with pytest.raises(ValueError, match="x.mds.*past the end"):
+        _mds.check_shard(bytes(past), 2, "x.mds")
+    disorder = bytearray(buf)
+    disorder[8:12] = struct.pack("<I", 5)  # offsets[1] before offsets[0]
+    with pytest.raises(ValueError, match="x.mds.*not in order"):
+        _mds.check_shard(bytes(disorder), 2, "x.mds")
+    with pytest.raises(IndexError, match="x.mds"):
+        _mds.row_bytes(buf, 2, 2, "x.mds")
