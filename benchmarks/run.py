@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -390,6 +391,8 @@ def cell(
     if ratio and ref and "error" not in ref and ref.get(key):
         r = res[key] / ref[key] if higher else ref[key] / res[key] if res[key] else float("inf")
         text += f" ({r:.1f}x)"
+    if "expected" in res and res.get("samples") != res["expected"]:
+        text += f" [yielded {res.get('samples')} of {res['expected']} samples]"
     return text
 
 
@@ -517,9 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                         warm(path)
                 script = {"ttfs": "iterate.py"}.get(bench, f"{bench}.py")
                 key, _, higher = METRIC[bench]
-                res = best_of(
-                    args.repeat, key, higher, lambda: run_worker(impl, script, p, timeout)
-                )  # noqa: B023
+                measure = functools.partial(run_worker, impl, script, p, timeout)
+                res = best_of(args.repeat, key, higher, measure)
                 rec["results"][impl] = res
                 shown = res.get("error") or fmt(res.get(key, float("nan")))
                 log(f"{bench} | {label} | {impl}: {shown}")

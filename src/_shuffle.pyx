@@ -14,7 +14,7 @@ that would otherwise let bad input touch memory out of range.
 """
 
 from libc.math cimport floor
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from numpy.random cimport bitgen_t
 
@@ -34,43 +34,74 @@ cdef extern from *:
     #define SS_MUL_HI 0x2360ED051FC65DA4ULL
     #define SS_MUL_LO 0x4385DF649FCCF645ULL
     #if defined(__SIZEOF_INT128__)
-    typedef struct { unsigned __int128 s, inc; int has32; uint32_t u32; } ss_pcg;
-    static inline void ss_set(ss_pcg *g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
-        g->s = ((unsigned __int128)shi << 64) | slo;
-        g->inc = ((unsigned __int128)ihi << 64) | ilo;
-    }
-    static inline uint64_t ss_state_hi(ss_pcg *g) { return (uint64_t)(g->s >> 64); }
-    static inline uint64_t ss_state_lo(ss_pcg *g) { return (uint64_t)g->s; }
-    static inline uint64_t ss_next64(ss_pcg *g) {
-        g->s = g->s * (((unsigned __int128)SS_MUL_HI << 64) | SS_MUL_LO) + g->inc;
-        uint64_t hi = (uint64_t)(g->s >> 64), x = hi ^ (uint64_t)g->s;
-        unsigned rot = (unsigned)(hi >> 58);
-        return (x >> rot) | (x << ((64 - rot) & 63));
-    }
+    typedef unsigned __int128 ss_u128;
+    static inline ss_u128 ss_make(uint64_t hi, uint64_t lo) { return ((ss_u128)hi << 64) | lo; }
+    static inline uint64_t ss_hi(ss_u128 a) { return (uint64_t)(a >> 64); }
+    static inline uint64_t ss_lo(ss_u128 a) { return (uint64_t)a; }
+    static inline ss_u128 ss_muladd(ss_u128 a, ss_u128 m, ss_u128 c) { return a * m + c; }
     #else
-    typedef struct { uint64_t shi, slo, ihi, ilo; int has32; uint32_t u32; } ss_pcg;
-    static inline void ss_set(ss_pcg *g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
-        g->shi = shi; g->slo = slo; g->ihi = ihi; g->ilo = ilo;
-    }
-    static inline uint64_t ss_state_hi(ss_pcg *g) { return g->shi; }
-    static inline uint64_t ss_state_lo(ss_pcg *g) { return g->slo; }
-    static inline uint64_t ss_next64(ss_pcg *g) {
-        /* 128-bit s * M + inc from 32-bit limbs (compilers without __int128). */
-        uint64_t a0 = g->slo & 0xFFFFFFFFULL, a1 = g->slo >> 32;
-        uint64_t b0 = SS_MUL_LO & 0xFFFFFFFFULL, b1 = SS_MUL_LO >> 32;
+    typedef struct { uint64_t hi, lo; } ss_u128;
+    static inline ss_u128 ss_make(uint64_t hi, uint64_t lo) { ss_u128 r; r.hi = hi; r.lo = lo; return r; }
+    static inline uint64_t ss_hi(ss_u128 a) { return a.hi; }
+    static inline uint64_t ss_lo(ss_u128 a) { return a.lo; }
+    static inline ss_u128 ss_muladd(ss_u128 a, ss_u128 m, ss_u128 c) {
+        /* a * m + c mod 2**128 from 32-bit limbs (compilers without __int128). */
+        uint64_t a0 = a.lo & 0xFFFFFFFFULL, a1 = a.lo >> 32;
+        uint64_t b0 = m.lo & 0xFFFFFFFFULL, b1 = m.lo >> 32;
         uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
         uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFULL) + (p10 & 0xFFFFFFFFULL);
-        uint64_t lo = (mid << 32) | (p00 & 0xFFFFFFFFULL);
-        uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-        hi += g->shi * SS_MUL_LO + g->slo * SS_MUL_HI;
-        uint64_t nlo = lo + g->ilo;
-        hi += g->ihi + (nlo < lo);
-        g->shi = hi; g->slo = nlo;
-        uint64_t x = hi ^ nlo;
+        ss_u128 r;
+        r.lo = (mid << 32) | (p00 & 0xFFFFFFFFULL);
+        r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32) + a.hi * m.lo + a.lo * m.hi;
+        uint64_t lo = r.lo + c.lo;
+        r.hi += c.hi + (lo < r.lo);
+        r.lo = lo;
+        return r;
+    }
+    #endif
+    typedef struct { ss_u128 s, inc; int has32; uint32_t u32; } ss_pcg;
+    static inline void ss_set(ss_pcg *g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
+        g->s = ss_make(shi, slo);
+        g->inc = ss_make(ihi, ilo);
+    }
+    static inline uint64_t ss_state_hi(ss_pcg *g) { return ss_hi(g->s); }
+    static inline uint64_t ss_state_lo(ss_pcg *g) { return ss_lo(g->s); }
+    static inline uint64_t ss_output(ss_u128 s) {
+        uint64_t hi = ss_hi(s), x = hi ^ ss_lo(s);
         unsigned rot = (unsigned)(hi >> 58);
         return (x >> rot) | (x << ((64 - rot) & 63));
     }
-    #endif
+    static inline uint64_t ss_next64(ss_pcg *g) {
+        g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
+        return ss_output(g->s);
+    }
+    /* The next n 64-bit outputs into out, as n calls of ss_next64. One PCG step is a chain of
+       dependent 128-bit multiplies; four interleaved chains, each jumping four steps
+       (s -> M^4 s + (M^3 + M^2 + M + 1) inc), keep the multiplier busy. */
+    static inline void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) {
+        int64_t k = 0;
+        if (n >= 8) {
+            ss_u128 m1 = ss_make(SS_MUL_HI, SS_MUL_LO), zero = ss_make(0, 0), one = ss_make(0, 1);
+            ss_u128 m2 = ss_muladd(m1, m1, zero), m4 = ss_muladd(m2, m2, zero);
+            /* c4 = inc * (1 + M + M^2 + M^3) */
+            ss_u128 geo = ss_muladd(ss_muladd(m1, one, one), ss_muladd(m2, one, one), zero);
+            ss_u128 c4 = ss_muladd(g->inc, geo, zero);
+            ss_u128 s0 = ss_muladd(g->s, m1, g->inc);
+            ss_u128 s1 = ss_muladd(s0, m1, g->inc);
+            ss_u128 s2 = ss_muladd(s1, m1, g->inc);
+            ss_u128 s3 = ss_muladd(s2, m1, g->inc);
+            for (;;) {
+                out[k] = ss_output(s0); out[k + 1] = ss_output(s1);
+                out[k + 2] = ss_output(s2); out[k + 3] = ss_output(s3);
+                k += 4;
+                if (k + 4 > n) break;
+                s0 = ss_muladd(s0, m4, c4); s1 = ss_muladd(s1, m4, c4);
+                s2 = ss_muladd(s2, m4, c4); s3 = ss_muladd(s3, m4, c4);
+            }
+            g->s = s3;
+        }
+        for (; k < n; k++) out[k] = ss_next64(g);
+    }
     static inline uint32_t ss_next32(ss_pcg *g) {
         if (g->has32) { g->has32 = 0; return g->u32; }
         uint64_t v = ss_next64(g);
@@ -115,9 +146,13 @@ cdef extern from *:
             T t_ = x[i]; x[i] = x[j_]; x[j_] = t_; \
             i -= a_; \
         } while (0)
+    /* Words come from 64-bit draws made in blocks by ss_fill; the draws of the last block that
+       were not needed are taken back by re-stepping from the block's start. */
+    #define SS_BLOCK 64
     #define SS_DEFINE_FY(NAME, T) \
     static inline void NAME(ss_pcg *g, T *x, int64_t n) { \
-        int64_t i = n - 1; \
+        int64_t i = n - 1, k, steps; \
+        uint64_t buf[SS_BLOCK]; \
         for (; i > (int64_t)0xFFFFFFFFLL; i--) { \
             int64_t j = (int64_t)ss_interval(g, (uint64_t)i); \
             T t = x[i]; x[i] = x[j]; x[j] = t; \
@@ -125,16 +160,28 @@ cdef extern from *:
         if (i <= 0) return; \
         if (g->has32) { g->has32 = 0; SS_FY_WORD(T, g->u32); } \
         while (i > 0) { \
-            uint64_t w = ss_next64(g); \
-            /* NumPy leaves the consumed high half in its buffer slot: so do we. */ \
-            g->u32 = (uint32_t)(w >> 32); \
-            SS_FY_WORD(T, w & 0xFFFFFFFFULL); \
-            if (i == 0) { g->has32 = 1; return; } \
-            SS_FY_WORD(T, w >> 32); \
+            ss_u128 before = g->s; \
+            steps = (i + 2) / 2 < SS_BLOCK ? (i + 2) / 2 : SS_BLOCK; \
+            ss_fill(g, buf, steps); \
+            for (k = 0; k < steps; k++) { \
+                uint64_t w = buf[k]; \
+                SS_FY_WORD(T, w & 0xFFFFFFFFULL); \
+                if (i == 0) { ss_rewind(g, before, k + 1, 1, (uint32_t)(w >> 32)); return; } \
+                SS_FY_WORD(T, w >> 32); \
+                if (i == 0) { ss_rewind(g, before, k + 1, 0, (uint32_t)(w >> 32)); return; } \
+            } \
         } \
+    }
+    /* Leave g as after `steps` draws from state `before`, with NumPy's 32-bit buffer slot. */
+    static inline void ss_rewind(ss_pcg *g, ss_u128 before, int64_t steps, int has32, uint32_t u32) {
+        g->s = before;
+        while (steps-- > 0) g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
+        g->has32 = has32;
+        g->u32 = u32;
     }
     SS_DEFINE_FY(ss_fisher_yates_i64, int64_t)
     SS_DEFINE_FY(ss_fisher_yates_i32, int32_t)
+    SS_DEFINE_FY(ss_fisher_yates_u16, uint16_t)
     static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
     static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }
     static double ss_bg_next_double(void *st) { return ss_next_double((ss_pcg *)st); }
@@ -149,8 +196,10 @@ cdef extern from *:
     uint32_t ss_next32(ss_pcg *g) nogil
     double ss_next_double(ss_pcg *g) nogil
     uint64_t ss_interval(ss_pcg *g, uint64_t max) nogil
+    void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) nogil
     void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, int64_t n) nogil
     void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, int64_t n) nogil
+    void ss_fisher_yates_u16(ss_pcg *g, uint16_t *x, int64_t n) nogil
     uint64_t ss_bg_next64(void *st) nogil
     uint32_t ss_bg_next32(void *st) nogil
     double ss_bg_next_double(void *st) nogil
@@ -204,6 +253,7 @@ cdef enum:
     # that; the coarse buckets written concurrently (the shift window / 2**_COARSE) stay in cache.
     _COARSE = 10
     _FINE = 1 << _COARSE
+    _DRAWS = 256
 
 
 cdef inline void _fisher_yates(ss_pcg *g, int64_t *x, Py_ssize_t n) noexcept nogil:
@@ -392,10 +442,11 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
     cdef _Keyed *coarse = <_Keyed *>malloc(n * sizeof(_Keyed))
     cdef Py_ssize_t *heads = <Py_ssize_t *>malloc((nb + 1) * sizeof(Py_ssize_t))
     cdef int32_t fine[_FINE + 1]
+    cdef uint64_t draws[_DRAWS]
     cdef _Keyed *scratch = NULL
     cdef _Rng r
     cdef bint warn = False
-    cdef Py_ssize_t k, i, off = 0, span, b, j, start, end, m, most = 0, base
+    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0, base
     cdef int64_t block
     cdef double cutoff, lower, upper, width, p
     cdef _Keyed cur
@@ -422,10 +473,15 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
                     if <double>(n - off - span) < upper:
                         upper = <double>(n - off - span)
                     width = upper - lower
-                    for i in range(off, off + span):
-                        p = <double>i + (lower + width * ss_next_double(&r.pcg))
-                        pos[i] = p
-                        heads[(_unit(p, n) >> _COARSE) + 1] += 1
+                    # Generator.uniform: lower + width * next_double, one 64-bit draw each.
+                    for c in range(off, off + span, _DRAWS):
+                        m = off + span - c if off + span - c < _DRAWS else _DRAWS
+                        ss_fill(&r.pcg, draws, m)
+                        for i in range(c, c + m):
+                            p = <double>i + (lower + width * (
+                                <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
+                            pos[i] = p
+                            heads[(_unit(p, n) >> _COARSE) + 1] += 1
                     off += span
             _store(rng, &r)
         with nogil:

@@ -365,6 +365,12 @@ class StreamingDataset(Array, IterableDataset):
         """
         return self.length
 
+    def _repr_html_(self) -> str:
+        """Render a summary table for Jupyter (streams, shards, samples, columns)."""
+        from streaming.explore.html import render_dataset
+
+        return render_dataset(self)
+
     # -- epochs and checkpoints -----------------------------------------------------------------
 
     def _set_shuffle_block_size(self, world: World) -> None:

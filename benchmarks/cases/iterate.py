@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import numpy as np
-from _common import RawMDS, clean_shm, fresh_view, main, row_nbytes
+from _common import RawMDS, check_row, clean_shm, fresh_view, main, row_nbytes
 
 
 def _count(item: Any, batched: bool) -> int:
@@ -71,11 +71,13 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             for item in it:
                 count += _count(item, batched)
         elapsed = time.perf_counter() - t0
+        check_row(kind, first, batched=workers is not None)  # outside the timings
     finally:
         shutil.rmtree(view, ignore_errors=True)
     out = {"ttfs_s": ttfs}
     if not params.get("ttfs_only"):
         out.update(
+            expected=int(params.get("samples", count)),
             samples=count,
             seconds=elapsed,
             samples_s=count / elapsed,

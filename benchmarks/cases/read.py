@@ -11,7 +11,7 @@ import shutil
 import time
 from typing import Any
 
-from _common import RawMDS, fresh_view, main, row_nbytes
+from _common import RawMDS, check_row, fresh_view, main, row_nbytes
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +36,8 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         for i in range(n):
             ds[i]
         elapsed = time.perf_counter() - t1
+        check_row(kind, ds[0])
+        check_row(kind, ds[n - 1])
         open_s = t1 - t0
     finally:
         shutil.rmtree(view, ignore_errors=True)

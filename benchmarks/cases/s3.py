@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from _common import clean_shm, main, row_nbytes
+from _common import check_row, clean_shm, main, row_nbytes
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -53,16 +53,18 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
                 remote=params["remote"], local=local, shuffle=False, batch_size=32
             )
         it = iter(ds)
-        next(it)
+        first = next(it)
         ttfs = time.perf_counter() - t0
         count = 1
         for _ in it:
             count += 1
         elapsed = time.perf_counter() - t0
+        check_row(kind, first)  # outside the timings
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {
         "ttfs_s": ttfs,
+        "expected": int(params.get("samples", count)),
         "samples": count,
         "seconds": elapsed,
         "samples_s": count / elapsed,

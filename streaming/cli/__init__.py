@@ -17,6 +17,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("streaming.cli.merge", "merge the index.json files of sub-datasets"),
     "verify": ("streaming.cli.verify", "check a dataset's files, hashes and sample counts"),
     "info": ("streaming.cli.info", "sum up a dataset: shards, samples, columns, sizes"),
+    "explore": ("streaming.explore.cli", "describe a dataset's index, shards and samples"),
 }
 
 

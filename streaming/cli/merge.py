@@ -21,14 +21,15 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from streaming.format.merge import merge_index
+    from streaming.storage.filesystem import split_scheme
 
+    if not split_scheme(args.out)[0] and not os.path.isdir(args.out):
+        raise FileNotFoundError(f"{args.out}: no such directory")
     out = (args.out, args.remote) if args.remote else args.out
     if args.indexes:
         merge_index(list(args.indexes), out, True, args.download_timeout)
     else:
         merge_index(out, True, args.download_timeout)
-    from streaming.storage.filesystem import split_scheme
-
     if split_scheme(args.out)[0]:
         print(f"merged the sub-dataset indexes into {args.out.rstrip('/')}/index.json")
         return 0

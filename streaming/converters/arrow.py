@@ -53,7 +53,7 @@ def arrow_type_to_mds(name: str, arrow_type: Any) -> str:
     import pyarrow.types as t
 
     if t.is_integer(arrow_type) or t.is_floating(arrow_type):
-        return str(arrow_type.to_pandas_dtype().__name__)
+        return np.dtype(_ARROW_NUMPY[str(arrow_type)]).name
     if t.is_string(arrow_type) or t.is_large_string(arrow_type):
         return "str"
     if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
@@ -61,7 +61,7 @@ def arrow_type_to_mds(name: str, arrow_type: Any) -> str:
     if t.is_list(arrow_type) or t.is_large_list(arrow_type):
         value_type = arrow_type.value_type
         if t.is_integer(value_type) or t.is_floating(value_type):
-            return f"ndarray:{value_type.to_pandas_dtype().__name__}"
+            return f"ndarray:{np.dtype(_ARROW_NUMPY[str(value_type)]).name}"
     if (
         t.is_boolean(arrow_type)
         or t.is_list(arrow_type)
@@ -87,6 +87,26 @@ def infer_mds_columns(schema: Any) -> dict[str, str]:
     return {field.name: arrow_type_to_mds(field.name, field.type) for field in schema}
 
 
+_ARROW_NUMPY = {
+    "int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "<u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "halffloat": "<f2", "float": "<f4", "double": "<f8",
+}
+
+
+def _numpy_values(array: Any) -> np.ndarray:
+    """A null-free primitive Arrow array as NumPy, straight from its buffer.
+
+    (``Array.to_numpy`` would import pandas, which costs more than the conversion here.)
+    """
+    import pyarrow as pa
+
+    if pa.types.is_boolean(array.type):
+        array = array.cast(pa.uint8())
+    dtype = np.dtype(_ARROW_NUMPY[str(array.type)])
+    return np.frombuffer(array.buffers()[1], dtype)[array.offset : array.offset + len(array)]
+
+
 class _Column:
     """One column of a batch, ready to be cut into per-row byte strings."""
 
@@ -105,7 +125,6 @@ class _Column:
 
     def _prepare(self, array: Any) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.types as t
 
         if isinstance(array, pa.ChunkedArray):
@@ -116,7 +135,7 @@ class _Column:
         enc = self.encoding
         if enc in _FIXED and (t.is_integer(kind) or t.is_floating(kind) or t.is_boolean(kind)):
             dtype = np.dtype(_FIXED[enc])
-            values = array.to_numpy(zero_copy_only=False)
+            values = _numpy_values(array)
             cast = values.astype(dtype)
             if dtype.kind in "iu" and not np.array_equal(cast, values):
                 raise self._fail("values out of range or not integers")
@@ -144,23 +163,24 @@ class _Column:
             vtype = kind.value_type
             if not (t.is_integer(vtype) or t.is_floating(vtype)):
                 raise self._fail(f"list of {vtype} is not a list of numbers")
-            if pc.any(pc.equal(pc.list_value_length(array), 0)).as_py():
+            offsets = _numpy_values(array.offsets).astype(np.int64)
+            offsets -= offsets[0]
+            lengths = np.diff(offsets)
+            if len(lengths) and lengths.min() == 0:
                 raise self._fail("empty list (MDS cannot encode a numpy array with 0 elements)")
             flat = array.flatten()
             if flat.null_count:
                 raise self._fail("null inside a list")
-            values = flat.to_numpy(zero_copy_only=False)
+            values = _numpy_values(flat)
             dtype = np.dtype(dtype_name).newbyteorder("<")
-            cast = values.astype(dtype)
-            if not np.array_equal(cast, values, equal_nan=dtype.kind == "f"):
+            cast = values.astype(dtype, copy=False)
+            if cast.dtype != values.dtype and not np.array_equal(
+                cast, values, equal_nan=dtype.kind == "f"
+            ):
                 raise self._fail(f"values do not fit {dtype_name}")
-            item = dtype.itemsize
-            offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-            offsets = offsets - offsets[0]
-            self.starts = offsets * item
+            self.starts = offsets * dtype.itemsize
             self.buffer = cast.tobytes()
-            lengths = np.diff(offsets)
-            self.heads = [_shape_head(int(n)) for n in lengths]
+            self.heads = [_shape_head(n) for n in lengths.tolist()]
             return
         # Anything else: the per-value MDS encoder on Python values.
         items = array.to_pylist()
@@ -198,11 +218,30 @@ def _python_value_coder(encoding: str) -> Callable[[Any], bytes]:
         return lambda v: json.dumps(v).encode("utf-8")
     if encoding.startswith("ndarray"):
         parts = encoding.split(":")
-        dtype = parts[1] if len(parts) > 1 else None
-        return lambda v: mds_encode(encoding, np.asarray(v, dtype=dtype))
-    if encoding in _FIXED and encoding != "int":
+        dtype = np.dtype(parts[1]) if len(parts) > 1 else None
+
+        def ndarray(v: Any) -> bytes:
+            arr = np.asarray(v)
+            if dtype is not None and arr.dtype != dtype:
+                cast = arr.astype(dtype)
+                if arr.dtype.kind not in "iufb" or not np.array_equal(cast, arr):
+                    raise ValueError(f"values do not fit {dtype.name}")
+                arr = cast
+            return mds_encode(encoding, arr)
+
+        return ndarray
+    if encoding in _FIXED:
         dtype = np.dtype(_FIXED[encoding])
-        return lambda v: mds_encode(encoding, dtype.type(v))
+        integral = dtype.kind in "iu"
+
+        def scalar(v: Any) -> bytes:
+            if integral and not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{v!r} is not an integer")
+            if not integral and not isinstance(v, (int, float, np.number)):
+                raise TypeError(f"{v!r} is not a number")
+            return mds_encode(encoding, v if encoding == "int" else dtype.type(v))
+
+        return scalar
     return lambda v: mds_encode(encoding, v)
 
 

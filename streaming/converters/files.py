@@ -15,7 +15,7 @@ import tempfile
 import threading
 from typing import Any, Callable, Iterator, Sequence, Union
 
-__all__ = ["convert_files", "input_kind", "iter_batches", "read_schema"]
+__all__ = ["convert_files", "input_kind", "iter_batches", "iter_json_rows", "read_schema"]
 
 _KINDS = {
     ".jsonl": "jsonl",
@@ -92,6 +92,40 @@ def iter_batches(path: str, kind: str) -> Iterator[Any]:
             yield from pc.open_csv(path, parse_options=parse)
     except pa.ArrowInvalid as err:
         raise ValueError(f"{path}: cannot read as {kind}: {err}") from err
+
+
+def iter_json_rows(path: str, rows: int = 8192) -> Iterator[list[dict[str, Any]]]:
+    """Read a JSONL file with Python's parser, for values Arrow cannot type (mixed nesting).
+
+    Args:
+        path (str): The file.
+        rows (int): Rows per yielded list.
+
+    Yields:
+        List[Dict[str, Any]]: Consecutive rows.
+
+    Raises:
+        ValueError: A line is not a JSON object (the message names the file and line).
+    """
+    import json
+
+    chunk: list[dict[str, Any]] = []
+    with open(path, "rb") as fp:
+        for lineno, line in enumerate(fp, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as err:
+                raise ValueError(f"{path}:{lineno}: not valid JSON: {err}") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object per line")
+            chunk.append(obj)
+            if len(chunk) == rows:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
 
 
 def read_schema(path: str, kind: str) -> Any:
@@ -196,7 +230,7 @@ def convert_files(
         FileExistsError: ``out`` exists, is not empty and ``overwrite`` is not set.
         ValueError: An input does not parse, or a value does not fit its column's encoding.
     """
-    from streaming.converters.arrow import encode_batch, infer_mds_columns
+    from streaming.converters.arrow import encode_batch, encode_rows, infer_mds_columns
 
     if not inputs:
         raise ValueError("no input files given")
@@ -226,10 +260,18 @@ def convert_files(
             names, encodings, sizes = (
                 writer.column_names, writer.column_encodings, writer.column_sizes
             )
+            # Arrow cannot type JSON columns whose values mix kinds; Python's parser can.
+            python_json = "json" in encodings
             for path, k in zip(inputs, kinds):
-                for batch in _prefetch(iter_batches(path, k)):
+                if k == "jsonl" and python_json:
+                    batches = iter_json_rows(path)
+                    encode = encode_rows
+                else:
+                    batches = iter_batches(path, k)
+                    encode = encode_batch
+                for batch in _prefetch(batches):
                     try:
-                        rows = encode_batch(batch, names, encodings, sizes)
+                        rows = encode(batch, names, encodings, sizes)
                     except ValueError as err:
                         raise ValueError(f"{path}: rows {samples}+: {err}") from None
                     write = writer.write

@@ -50,7 +50,10 @@ def is_ndarray(value: Any) -> bool:
 def summarize_array(value: Any) -> tuple[str, str]:
     """``("ndarray shape=(2, 3) dtype=float32", "[0.0, 1.0, …]")`` for an array."""
     flat = value.reshape(-1)
-    head = ", ".join(repr(x.item()) for x in flat[:MAX_ARRAY_ITEMS])
+    if value.dtype.kind in "fc":  # short, like NumPy prints them, not float64 reprs
+        head = ", ".join(f"{x.item():.6g}" for x in flat[:MAX_ARRAY_ITEMS])
+    else:
+        head = ", ".join(repr(x.item()) for x in flat[:MAX_ARRAY_ITEMS])
     more = ", …" if flat.size > MAX_ARRAY_ITEMS else ""
     return f"ndarray shape={tuple(value.shape)} dtype={value.dtype}", f"[{head}{more}]"
 

@@ -17,7 +17,15 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import pyarrow
 
-__all__ = ["ColumnInfo", "IndexView", "ShardInfo", "index_url", "open_index", "parse_shards", "read_index_json"]
+__all__ = [
+    "ColumnInfo",
+    "IndexView",
+    "ShardInfo",
+    "index_url",
+    "open_index",
+    "parse_shards",
+    "read_index_json",
+]
 
 INDEX_BASENAME = "index.json"
 
@@ -255,6 +263,7 @@ class IndexView:
         self.url = url
         self.split = split
         self.shards: list[ShardInfo] = list(shards)
+        self._starts: list[int] | None = None  # first_sample of each shard, for bisection
 
     # ---- totals -------------------------------------------------------------------------
 
@@ -418,7 +427,9 @@ class IndexView:
             sample += total
         if not 0 <= sample < total:
             raise IndexError(f"{self.url}: sample {sample} out of range (dataset has {total})")
-        starts = [s.first_sample for s in self.shards]
+        starts = self._starts
+        if starts is None or len(starts) != len(self.shards):
+            starts = self._starts = [s.first_sample for s in self.shards]
         pos = bisect.bisect_right(starts, sample) - 1
         # Empty shards share their start with the next one: step to the one that holds it.
         while self.shards[pos].samples == 0 or sample >= starts[pos] + self.shards[pos].samples:

@@ -165,6 +165,8 @@ class _Job:
     def _failed(self, error: BaseException, what: str) -> BaseException:
         if isinstance(error, FileNotFoundError):
             return FileNotFoundError(f"{self.url}: remote file not found")
+        if isinstance(error, PermissionError):
+            return PermissionError(f"{self.url}: access denied (check credentials): {error}")
         if not is_retryable(error):
             return error
         kind = "timed out" if isinstance(error, (TimeoutError, asyncio.TimeoutError)) else "failed"

@@ -153,3 +153,57 @@ def test_failed_download_leaves_no_final_file(
     assert dest.read_bytes() == b"previous"
     assert _leftovers(tmp_path) == ["doomed.bin"]
     assert proxy.injected  # the failures really came from the proxy
+
+
+# ---- synchronous filesystems (hf, sftp, dbfs): the thread-pool path -------------------------
+
+
+@pytest.mark.parametrize(("size", "chunk"), [(0, 10), (5, 10), (1000, 10), (1001, 64)])
+def test_sync_filesystem_thread_path(tmp_path: pathlib.Path, size: int, chunk: int) -> None:
+    """Sync backends go through ranged reads in a thread pool; memory:// stands in for them."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from streaming.storage.download import _Job
+
+    fs = MemoryFileSystem(skip_instance_cache=True)
+    fs.store.clear()
+    data = os.urandom(size)
+    fs.pipe_file("/bucket/obj", data)
+    job = _Job("memory://bucket/obj", fs, "/bucket/obj", timeout=5, retry=2, backoff=0.01,
+               chunk_size=chunk, max_concurrency=3)
+    assert job.fetch_threads(str(tmp_path / "obj")) == size
+    assert (tmp_path / "obj").read_bytes() == data
+    missing = _Job("memory://bucket/none", fs, "/bucket/none", timeout=5, retry=3,
+                   backoff=0.01, chunk_size=chunk, max_concurrency=3)
+    with pytest.raises(FileNotFoundError, match="memory://bucket/none"):
+        missing.fetch_threads(str(tmp_path / "none"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["obj"]
+
+
+def test_sync_filesystem_flaky_reads_are_retried(tmp_path: pathlib.Path) -> None:
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from streaming.storage.download import _Job
+
+    class Flaky(MemoryFileSystem):
+        failures = 3
+
+        def cat_file(self, path, start=None, end=None, **kwargs):
+            data = super().cat_file(path, start=start, end=end, **kwargs)
+            if Flaky.failures > 0:
+                Flaky.failures -= 1
+                return data[: len(data) // 2]  # a short read
+            return data
+
+    fs = Flaky(skip_instance_cache=True)
+    data = os.urandom(4000)
+    fs.pipe_file("/b/flaky", data)
+    job = _Job("memory://b/flaky", fs, "/b/flaky", timeout=5, retry=3, backoff=0.01,
+               chunk_size=1000, max_concurrency=2)
+    assert job.fetch_threads(str(tmp_path / "flaky")) == 4000
+    assert (tmp_path / "flaky").read_bytes() == data
+    assert Flaky.failures == 0
+    Flaky.failures = 100
+    with pytest.raises(DownloadError, match=r"memory://b/flaky.*after 3 attempt"):
+        job.fetch_threads(str(tmp_path / "flaky2"))
+    assert not (tmp_path / "flaky2").exists()

@@ -165,6 +165,9 @@ def test_hf_url_and_token(monkeypatch: pytest.MonkeyPatch) -> None:
     fs, path = resolve("hf://datasets/org/name/x")
     assert type(fs).__name__ == "HfFileSystem" and path == "datasets/org/name/x"
     assert fs.endpoint == "http://127.0.0.1:1"
+    assert fs.token is None  # HF_TOKEN was unset above: anonymous (public datasets)
+    monkeypatch.setenv("HF_TOKEN", "hf_other")
+    assert resolve("hf://datasets/org/name/x")[0].token == "hf_other"
 
 
 def test_sftp_and_dbfs_and_http(monkeypatch: pytest.MonkeyPatch) -> None:
