@@ -134,54 +134,35 @@ cdef extern from *:
         return max;
     }
     #endif
-    /* Generator.shuffle of x[0..n): for i = n-1 .. 1, swap x[i], x[random_interval(i)]. While
-       i < 2**32 random_interval consumes the 32-bit word stream (low half, then the buffered
-       high half, of each 64-bit draw); consuming it two words per 64-bit draw, with the
-       rejection test as arithmetic (a rejected word swaps x[i] with itself), avoids a
-       mispredicted branch per word. */
-    #define SS_FY_WORD(T, w) do { \
-            uint64_t v_ = (uint64_t)(w) & ss_mask((uint64_t)i); \
-            int64_t a_ = v_ <= (uint64_t)i; \
-            int64_t j_ = a_ ? (int64_t)v_ : i; \
-            T t_ = x[i]; x[i] = x[j_]; x[j_] = t_; \
-            i -= a_; \
-        } while (0)
-    /* Words come from 64-bit draws made in blocks by ss_fill; the draws of the last block that
-       were not needed are taken back by re-stepping from the block's start. */
-    #define SS_BLOCK 64
+    /* Generator.shuffle of x[0..n): for i = n-1 .. 1, swap x[i], x[random_interval(i)]. The
+       draws come first, into j[1..n): while i < 2**32, random_interval takes 32-bit words and
+       rejects those above i after masking; the mask is fixed while i keeps its bit length, so the
+       loop carries only i (rejection is arithmetic, not a branch). The swaps follow, free of the
+       draws' dependency chain. j must hold n entries. */
     #define SS_DEFINE_FY(NAME, T) \
-    static inline void NAME(ss_pcg *g, T *x, int64_t n) { \
-        int64_t i = n - 1, k, steps; \
-        uint64_t buf[SS_BLOCK]; \
+    static inline void NAME(ss_pcg *g, T *x, uint32_t *j, int64_t n) { \
+        int64_t i = n - 1, k; \
         for (; i > (int64_t)0xFFFFFFFFLL; i--) { \
-            int64_t j = (int64_t)ss_interval(g, (uint64_t)i); \
-            T t = x[i]; x[i] = x[j]; x[j] = t; \
+            k = (int64_t)ss_interval(g, (uint64_t)i); \
+            T t = x[i]; x[i] = x[k]; x[k] = t; \
         } \
         if (i <= 0) return; \
-        if (g->has32) { g->has32 = 0; SS_FY_WORD(T, g->u32); } \
+        int64_t top = i; \
         while (i > 0) { \
-            ss_u128 before = g->s; \
-            steps = (i + 2) / 2 < SS_BLOCK ? (i + 2) / 2 : SS_BLOCK; \
-            ss_fill(g, buf, steps); \
-            for (k = 0; k < steps; k++) { \
-                uint64_t w = buf[k]; \
-                SS_FY_WORD(T, w & 0xFFFFFFFFULL); \
-                if (i == 0) { ss_rewind(g, before, k + 1, 1, (uint32_t)(w >> 32)); return; } \
-                SS_FY_WORD(T, w >> 32); \
-                if (i == 0) { ss_rewind(g, before, k + 1, 0, (uint32_t)(w >> 32)); return; } \
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1; \
+            while (i > (int64_t)low) { \
+                uint64_t v = (uint64_t)ss_next32(g) & mask; \
+                j[i] = (uint32_t)v; \
+                i -= (int64_t)(v <= (uint64_t)i); \
             } \
         } \
-    }
-    /* Leave g as after `steps` draws from state `before`, with NumPy's 32-bit buffer slot. */
-    static inline void ss_rewind(ss_pcg *g, ss_u128 before, int64_t steps, int has32, uint32_t u32) {
-        g->s = before;
-        while (steps-- > 0) g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
-        g->has32 = has32;
-        g->u32 = u32;
+        for (i = top; i > 0; i--) { \
+            k = j[i]; \
+            T t = x[i]; x[i] = x[k]; x[k] = t; \
+        } \
     }
     SS_DEFINE_FY(ss_fisher_yates_i64, int64_t)
     SS_DEFINE_FY(ss_fisher_yates_i32, int32_t)
-    SS_DEFINE_FY(ss_fisher_yates_u16, uint16_t)
     static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
     static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }
     static double ss_bg_next_double(void *st) { return ss_next_double((ss_pcg *)st); }
@@ -197,9 +178,8 @@ cdef extern from *:
     double ss_next_double(ss_pcg *g) nogil
     uint64_t ss_interval(ss_pcg *g, uint64_t max) nogil
     void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) nogil
-    void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, int64_t n) nogil
-    void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, int64_t n) nogil
-    void ss_fisher_yates_u16(ss_pcg *g, uint16_t *x, int64_t n) nogil
+    void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, uint32_t *j, int64_t n) nogil
+    void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, uint32_t *j, int64_t n) nogil
     uint64_t ss_bg_next64(void *st) nogil
     uint32_t ss_bg_next32(void *st) nogil
     double ss_bg_next_double(void *st) nogil
@@ -256,8 +236,22 @@ cdef enum:
     _DRAWS = 256
 
 
-cdef inline void _fisher_yates(ss_pcg *g, int64_t *x, Py_ssize_t n) noexcept nogil:
-    ss_fisher_yates_i64(g, x, n)
+cdef uint32_t *_draw_space(Py_ssize_t most) except NULL:
+    """Scratch for the Fisher-Yates draws of a span of up to ``most`` samples."""
+    if most > 0xFFFFFFFF:
+        most = 0xFFFFFFFF
+    cdef uint32_t *j = <uint32_t *>malloc((most + 1) * sizeof(uint32_t))
+    if j == NULL:
+        raise MemoryError()
+    return j
+
+
+cdef Py_ssize_t _largest(const int64_t[:] sizes):
+    cdef Py_ssize_t k, most = 0
+    for k in range(sizes.shape[0]):
+        if sizes[k] > most:
+            most = sizes[k]
+    return most
 
 
 cdef inline int64_t _integer(_Rng *r, int64_t low, int64_t high) noexcept nogil:
@@ -295,17 +289,21 @@ def shuffle_spans(rng, const int64_t[:] begins, const int64_t[:] sizes, int64_t[
     cdef _Rng r
     cdef Py_ssize_t k, i, n, pos = 0
     cdef int64_t b
-    with rng.bit_generator.lock:
-        _load(rng, &r)
-        with nogil:
-            for k in range(sizes.shape[0]):
-                n = sizes[k]
-                b = begins[k]
-                for i in range(n):
-                    out[pos + i] = b + i
-                _fisher_yates(&r.pcg, &out[pos], n)
-                pos += n
-        _store(rng, &r)
+    cdef uint32_t *j = _draw_space(_largest(sizes))
+    try:
+        with rng.bit_generator.lock:
+            _load(rng, &r)
+            with nogil:
+                for k in range(sizes.shape[0]):
+                    n = sizes[k]
+                    b = begins[k]
+                    for i in range(n):
+                        out[pos + i] = b + i
+                    ss_fisher_yates_i64(&r.pcg, &out[pos], j, n)
+                    pos += n
+            _store(rng, &r)
+    finally:
+        free(j)
 
 
 def gather_shuffle_pieces(rng, const int64_t[:] src, const int64_t[:] starts,
@@ -329,17 +327,21 @@ def gather_shuffle_pieces(rng, const int64_t[:] src, const int64_t[:] starts,
         if starts[k] < 0 or starts[k] + sizes[k] > src.shape[0]:
             raise ValueError(f"piece {k} ({starts[k]}+{sizes[k]}) is out of the source's range")
     cdef _Rng r
-    with rng.bit_generator.lock:
-        _load(rng, &r)
-        with nogil:
-            for k in range(sizes.shape[0]):
-                n = sizes[k]
-                s = starts[k]
-                for i in range(n):
-                    out[pos + i] = src[s + i]
-                _fisher_yates(&r.pcg, &out[pos], n)
-                pos += n
-        _store(rng, &r)
+    cdef uint32_t *j = _draw_space(_largest(sizes))
+    try:
+        with rng.bit_generator.lock:
+            _load(rng, &r)
+            with nogil:
+                for k in range(sizes.shape[0]):
+                    n = sizes[k]
+                    s = starts[k]
+                    for i in range(n):
+                        out[pos + i] = src[s + i]
+                    ss_fisher_yates_i64(&r.pcg, &out[pos], j, n)
+                    pos += n
+            _store(rng, &r)
+    finally:
+        free(j)
 
 
 def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
@@ -377,7 +379,9 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     cdef int64_t *blocks = <int64_t *>malloc(2 * cap * sizeof(int64_t))
     if blocks == NULL:
         raise MemoryError()
+    cdef uint32_t *j = NULL
     try:
+        j = _draw_space(high)
         with rng.bit_generator.lock:
             _load(rng, &r)
             with nogil:
@@ -396,10 +400,12 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
                         nblocks += 1
                         end += bstop - bstart
                     for b in range(nblocks):
-                        _fisher_yates(&r.pcg, &ids[blocks[2 * b]], blocks[2 * b + 1] - blocks[2 * b])
+                        ss_fisher_yates_i64(&r.pcg, &ids[blocks[2 * b]], j,
+                                            blocks[2 * b + 1] - blocks[2 * b])
             _store(rng, &r)
     finally:
         free(blocks)
+        free(j)
 
 
 cdef inline Py_ssize_t _unit(double p, Py_ssize_t n) noexcept nogil:
@@ -474,7 +480,8 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
                         upper = <double>(n - off - span)
                     width = upper - lower
                     # Generator.uniform: lower + width * next_double, one 64-bit draw each.
-                    for c in range(off, off + span, _DRAWS):
+                    c = off
+                    while c < off + span:
                         m = off + span - c if off + span - c < _DRAWS else _DRAWS
                         ss_fill(&r.pcg, draws, m)
                         for i in range(c, c + m):
@@ -482,6 +489,7 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
                                 <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
                             pos[i] = p
                             heads[(_unit(p, n) >> _COARSE) + 1] += 1
+                        c += m
                     off += span
             _store(rng, &r)
         with nogil:

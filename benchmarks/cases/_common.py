@@ -213,7 +213,9 @@ class RawMDS:
                 stride = int(off[1] - off[0]) if n > 1 else TOKENS_PER_ROW * 4
                 rows2d = np.lib.stride_tricks.as_strided(
                     np.frombuffer(mm, np.int32, TOKENS_PER_ROW, int(starts[0])),
-                    shape=(n, TOKENS_PER_ROW), strides=(stride, 4))
+                    shape=(n, TOKENS_PER_ROW),
+                    strides=(stride, 4),
+                )
                 return {"tokens": list(rows2d)}
             return {"tokens": [np.frombuffer(mm, np.int32, TOKENS_PER_ROW, s) for s in starts]}
         names, encs, sizes = shard["column_names"], shard["column_encodings"], shard["column_sizes"]
@@ -248,7 +250,7 @@ class RawMDS:
         if self.kind == "tokens":
             return {"tokens": cols["tokens"][j]}
         mm, (b, e) = cols["_mm"], cols["text"]
-        return {"id": cols["id"][j], "text": mm[b[j]:e[j]].decode()}
+        return {"id": cols["id"][j], "text": mm[b[j] : e[j]].decode()}
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for cols in self.shards:
@@ -258,7 +260,7 @@ class RawMDS:
                 continue
             mm, (b, e), ids = cols["_mm"], cols["text"], cols["id"]
             for j in range(len(ids)):
-                yield {"id": ids[j], "text": mm[b[j]:e[j]].decode()}
+                yield {"id": ids[j], "text": mm[b[j] : e[j]].decode()}
 
 
 def check_row(kind: str, item: Any, batched: bool = False) -> None:

@@ -9,6 +9,7 @@ falling back to the per-value MDS encoder otherwise.
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any, Callable
 
 import numpy as np
@@ -216,6 +217,26 @@ def _python_value_coder(encoding: str) -> Callable[[Any], bytes]:
     if encoding == "json":
         # As MDS's JSON encoding; json.dumps takes every value a JSON parser returns.
         return lambda v: json.dumps(v).encode("utf-8")
+    if encoding.startswith("ndarray:") and encoding.count(":") == 1:
+        # 1-D arrays of a fixed dtype: the common case (token lists), encoded here directly.
+        dtype = np.dtype(encoding.split(":")[1]).newbyteorder("<")
+        if dtype.name not in _NDARRAY_DTYPES:
+            return lambda v: mds_encode(encoding, v)
+
+        def vector(v: Any) -> bytes:
+            arr = np.asarray(v)
+            if arr.ndim != 1:
+                return mds_encode(encoding, arr.astype(dtype))
+            if arr.dtype != dtype:
+                cast = arr.astype(dtype)
+                if arr.dtype.kind not in "iufb" or not np.array_equal(cast, arr):
+                    raise ValueError(f"values do not fit {dtype.name}")
+                arr = cast
+            if not arr.size:
+                raise ValueError("empty list (MDS cannot encode a numpy array with 0 elements)")
+            return _shape_head(arr.size) + arr.tobytes()
+
+        return vector
     if encoding.startswith("ndarray"):
         parts = encoding.split(":")
         dtype = np.dtype(parts[1]) if len(parts) > 1 else None
@@ -254,6 +275,23 @@ def _encode_values(name: str, encoding: str, items: list[Any]) -> list[bytes]:
         raise ValueError(f"column {name!r} ({encoding}): {err}") from None
 
 
+def _fixed_values(name: str, encoding: str, items: list[Any]) -> list[bytes]:
+    """Encode a fixed-size numeric column of Python values through one NumPy array."""
+    dtype = np.dtype(_FIXED[encoding])
+    arr = np.array(items)
+    if arr.ndim != 1 or arr.dtype.kind not in "biuf":
+        return _encode_values(name, encoding, items)
+    if dtype.kind in "iu" and arr.dtype.kind == "f":
+        raise ValueError(f"column {name!r} ({encoding}): non-integer values")
+    with np.errstate(all="ignore"):
+        cast = arr.astype(dtype)
+    if arr.dtype.kind != "f" and not np.array_equal(cast, arr):
+        raise ValueError(f"column {name!r} ({encoding}): values out of range")
+    data = cast.tobytes()
+    size = dtype.itemsize
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
 def encode_rows(rows: list[dict[str, Any]], column_names: list[str],
                 column_encodings: list[str], column_sizes: list[int | None]) -> list[bytes]:
     """Encode rows given as Python dicts (e.g. parsed JSON) as ``MDSWriter.encode_sample`` would.
@@ -276,16 +314,21 @@ def encode_rows(rows: list[dict[str, Any]], column_names: list[str],
             items = [row[name] for row in rows]
         except KeyError:
             raise ValueError(f"column {name!r} is missing from a row") from None
-        values = _encode_values(name, enc, items)
+        if enc in _FIXED:
+            values = _fixed_values(name, enc, items)
+        else:
+            values = _encode_values(name, enc, items)
         if size is not None and any(len(v) != size for v in values):
             raise ValueError(f"column {name!r} ({enc}): encoded size is not {size}")
-        cols.append((values, size is None))
-    out = []
-    for i in range(len(rows)):
-        sizes = [len(values[i]) for values, variable in cols if variable]
-        head = np.array(sizes, "<u4").tobytes()
-        out.append(b"".join([head, *[values[i] for values, _ in cols]]))
-    return out
+        cols.append(values)
+    variable = [j for j, size in enumerate(column_sizes) if size is None]
+    pack = struct.Struct(f"<{len(variable)}I").pack
+    if len(variable) == 1:
+        (j,) = variable
+        return [pack(len(parts[j])) + b"".join(parts) for parts in zip(*cols)]
+    return [
+        pack(*[len(parts[j]) for j in variable]) + b"".join(parts) for parts in zip(*cols)
+    ]
 
 
 def encode_batch(batch: Any, column_names: list[str], column_encodings: list[str],

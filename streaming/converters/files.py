@@ -15,7 +15,7 @@ import tempfile
 import threading
 from typing import Any, Callable, Iterator, Sequence, Union
 
-__all__ = ["convert_files", "input_kind", "iter_batches", "iter_json_rows", "read_schema"]
+__all__ = ["convert_files", "input_kind", "iter_batches", "read_schema"]
 
 _KINDS = {
     ".jsonl": "jsonl",
@@ -94,40 +94,6 @@ def iter_batches(path: str, kind: str) -> Iterator[Any]:
         raise ValueError(f"{path}: cannot read as {kind}: {err}") from err
 
 
-def iter_json_rows(path: str, rows: int = 8192) -> Iterator[list[dict[str, Any]]]:
-    """Read a JSONL file with Python's parser, for values Arrow cannot type (mixed nesting).
-
-    Args:
-        path (str): The file.
-        rows (int): Rows per yielded list.
-
-    Yields:
-        List[Dict[str, Any]]: Consecutive rows.
-
-    Raises:
-        ValueError: A line is not a JSON object (the message names the file and line).
-    """
-    import json
-
-    chunk: list[dict[str, Any]] = []
-    with open(path, "rb") as fp:
-        for lineno, line in enumerate(fp, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as err:
-                raise ValueError(f"{path}:{lineno}: not valid JSON: {err}") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object per line")
-            chunk.append(obj)
-            if len(chunk) == rows:
-                yield chunk
-                chunk = []
-    if chunk:
-        yield chunk
-
-
 def read_schema(path: str, kind: str) -> Any:
     """The Arrow schema of a file (of its first batch, for text formats).
 
@@ -185,6 +151,26 @@ def _prefetch(it: Iterator[Any], depth: int = 2) -> Iterator[Any]:
                 thread.join(0.05)
 
 
+def _encode_checked(path: str, batch: Any, names: list[str], encodings: list[str],
+                    sizes: list[int | None], first: int) -> list[bytes]:
+    from streaming.converters.arrow import encode_batch
+
+    try:
+        return encode_batch(batch, names, encodings, sizes)
+    except ValueError as err:
+        raise ValueError(f"{path}: rows {first}+: {err}") from None
+
+
+def _process_pool() -> Any:
+    """Worker processes for parsing and encoding; forked, so they start at once."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(max_workers=max(1, os.cpu_count() or 1), mp_context=context)
+
+
 def _encoded_writer(**kwargs: Any) -> Any:
     """An MDSWriter whose ``write`` takes rows already encoded by ``encode_batch``."""
     from streaming.format.mds.writer import MDSWriter
@@ -230,7 +216,8 @@ def convert_files(
         FileExistsError: ``out`` exists, is not empty and ``overwrite`` is not set.
         ValueError: An input does not parse, or a value does not fit its column's encoding.
     """
-    from streaming.converters.arrow import encode_batch, encode_rows, infer_mds_columns
+    from streaming.converters.arrow import infer_mds_columns
+    from streaming.converters.jsonl import CHUNK_BYTES, infer_json_columns, iter_encoded_jsonl
 
     if not inputs:
         raise ValueError("no input files given")
@@ -242,12 +229,18 @@ def convert_files(
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)) and not overwrite:
         raise FileExistsError(f"{out}: already exists and is not empty (pass --overwrite)")
     if columns is None:
-        columns = infer_mds_columns(read_schema(inputs[0], kinds[0]))
+        if kinds[0] == "jsonl":
+            columns = infer_json_columns(inputs[0])
+        else:
+            columns = infer_mds_columns(read_schema(inputs[0], kinds[0]))
 
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(out)}.", suffix=".partial")
     samples = 0
+    pool = None
+    if any(k == "jsonl" and os.path.getsize(p) > CHUNK_BYTES for p, k in zip(inputs, kinds)):
+        pool = _process_pool()
     try:
         writer = _encoded_writer(
             out=os.path.join(tmp, "data"),
@@ -260,20 +253,17 @@ def convert_files(
             names, encodings, sizes = (
                 writer.column_names, writer.column_encodings, writer.column_sizes
             )
-            # Arrow cannot type JSON columns whose values mix kinds; Python's parser can.
-            python_json = "json" in encodings
             for path, k in zip(inputs, kinds):
-                if k == "jsonl" and python_json:
-                    batches = iter_json_rows(path)
-                    encode = encode_rows
+                if k == "jsonl":
+                    # pyarrow's JSON parser is slower than orjson in parallel processes here,
+                    # and cannot type JSON columns whose values mix kinds.
+                    chunks = iter_encoded_jsonl(path, names, encodings, sizes, pool)
                 else:
-                    batches = iter_batches(path, k)
-                    encode = encode_batch
-                for batch in _prefetch(batches):
-                    try:
-                        rows = encode(batch, names, encodings, sizes)
-                    except ValueError as err:
-                        raise ValueError(f"{path}: rows {samples}+: {err}") from None
+                    chunks = (
+                        _encode_checked(path, batch, names, encodings, sizes, samples)
+                        for batch in _prefetch(iter_batches(path, k))
+                    )
+                for rows in chunks:
                     write = writer.write
                     for row in rows:
                         write(row)
@@ -294,5 +284,7 @@ def convert_files(
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         os.rename(os.path.join(tmp, "data"), out)
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(tmp, ignore_errors=True)
     return {"samples": samples, "shards": shards, "columns": dict(columns)}

@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from streaming._kernels import _plan
 from streaming.plan.batching import _batch_size, _block_size, _resample_spec, generate_work
-from streaming.plan.partition import get_partitions
+from streaming.plan.partition import worker_partition
 from streaming.plan.shuffle import get_shuffle
 from streaming.plan.spec import PlanSpec, parallel_world_shape
 
@@ -116,7 +116,7 @@ def worker_plan(
     nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
     batch_size = _batch_size(spec)
     units, small_per_big = _resample_spec(spec, epoch, None, True)
-    parts = get_partitions(
+    ids = worker_partition(
         spec.partition_algo,
         spec.epoch_size,
         spec.num_canonical_nodes,
@@ -126,9 +126,10 @@ def worker_plan(
         batch_size,
         sample_in_epoch,
         spec.initial_physical_nodes,
+        node,
+        rank_of_node,
+        worker_of_rank,
     )
-    ids = parts[node, rank_of_node, worker_of_rank].reshape(-1).copy()
-    del parts
     shuffle = None
     if spec.shuffle:
         shuffle = get_shuffle(

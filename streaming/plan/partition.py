@@ -16,7 +16,15 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["algos", "get_partitions", "get_partitions_orig", "get_partitions_relaxed"]
+from streaming._kernels import _partition
+
+__all__ = [
+    "algos",
+    "get_partitions",
+    "get_partitions_orig",
+    "get_partitions_relaxed",
+    "worker_partition",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +237,151 @@ def get_partitions_relaxed(
     # Traversal order: (batches, workers, nodes, ranks, batch); re-deal it to the new world.
     order = initial.transpose(3, 2, 0, 1, 4).ravel()
     return order.reshape(-1, wpr, pn, rpn, bs).transpose(2, 3, 1, 0, 4)
+
+
+def worker_partition(
+    algo: str,
+    num_samples: int,
+    num_canonical_nodes: int,
+    num_physical_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    batch_size: int | None,
+    drop_first: int,
+    initial_physical_nodes: int | None,
+    node: int,
+    rank_of_node: int,
+    worker_of_rank: int,
+) -> NDArray[np.int64]:
+    """One worker's partition, flattened: ``get_partitions(...)[node, rank, worker].ravel()``.
+
+    Computed from index arithmetic for that worker only (memory and time proportional to its
+    share), except in corner cases where the full partition is built and sliced.
+
+    Args:
+        algo (str): Partition algorithm name (``orig`` or ``relaxed``).
+        num_samples (int): Dataset size.
+        num_canonical_nodes (int): Number of canonical nodes.
+        num_physical_nodes (int): Number of physical nodes.
+        ranks_per_node (int): Number of ranks per node.
+        workers_per_rank (int): Number of worker partitions per rank.
+        batch_size (int, optional): Batch size per device. ``None`` means ``1``.
+        drop_first (int): Number of samples seen already, which are dropped.
+        initial_physical_nodes (int, optional): Number of physical nodes at the start of training.
+        node (int): The worker's physical node.
+        rank_of_node (int): The worker's rank within its node.
+        worker_of_rank (int): The worker's index within its rank.
+
+    Returns:
+        NDArray[np.int64]: The worker's sample ids in iteration order, ``-1`` for padding.
+
+    Raises:
+        ValueError: As ``get_partitions``, or if the worker is outside the world.
+    """
+    ncn, pn = int(num_canonical_nodes), int(num_physical_nodes)
+    rpn, wpr = int(ranks_per_node), int(workers_per_rank)
+    bs = 1 if batch_size is None else int(batch_size)
+    fast = None
+    resize = not (
+        algo != "relaxed"
+        or initial_physical_nodes is None
+        or (pn <= ncn and ncn % pn == 0)
+        or (pn > ncn and pn % ncn == 0)
+    )
+    world_size = rpn * pn
+    if world_size >= 1 and (
+        algo in algos
+        and min(ncn, pn, rpn, wpr, bs) >= 1
+        and int(num_samples) >= 1
+        and int(drop_first) >= 0
+        and int(num_samples) + world_size - int(num_samples) % world_size >= int(drop_first)
+    ):
+        if not (0 <= node < pn and 0 <= rank_of_node < rpn and 0 <= worker_of_rank < wpr):
+            raise ValueError(
+                f"worker (node {node}, rank {rank_of_node}, worker {worker_of_rank}) is outside "
+                f"the world of {pn} nodes x {rpn} ranks x {wpr} workers"
+            )
+        if not resize:
+            if int(drop_first) % pn:
+                logger.warning(
+                    "`drop_first` was not divisible by `num_physical_nodes`. Rounding it down to "
+                    "make it divisible."
+                )
+            fast = _partition.orig_worker_ids(
+                int(num_samples),
+                ncn,
+                pn,
+                rpn,
+                wpr,
+                bs,
+                int(drop_first) - int(drop_first) % pn,
+                node,
+                rank_of_node,
+                worker_of_rank,
+            )
+        else:
+            fast = _relaxed_worker_ids(
+                int(num_samples),
+                ncn,
+                pn,
+                rpn,
+                wpr,
+                bs,
+                int(drop_first),
+                int(initial_physical_nodes),
+                node,
+                rank_of_node,
+                worker_of_rank,
+            )
+    if fast is not None:
+        return fast
+    parts = get_partitions(
+        algo, num_samples, ncn, pn, rpn, wpr, batch_size, drop_first, initial_physical_nodes
+    )
+    return parts[node, rank_of_node, worker_of_rank].reshape(-1).copy()
+
+
+def _relaxed_worker_ids(
+    num_samples: int,
+    ncn: int,
+    pn: int,
+    rpn: int,
+    wpr: int,
+    bs: int,
+    drop_first: int,
+    ipn: int,
+    node: int,
+    rank: int,
+    worker: int,
+) -> NDArray[np.int64] | None:
+    """``get_partitions_relaxed`` re-dealing a resumed run's partition, for one worker."""
+    global_batch_size = pn * rpn * bs
+    if ipn < 1 or global_batch_size % (ipn * rpn) or drop_first % ipn:
+        return None
+    ibs = global_batch_size // (ipn * rpn)
+    # Every initial worker's share, in traversal order (batches, workers, nodes, ranks, batch).
+    shares = [
+        [
+            [
+                _partition.orig_worker_ids(
+                    num_samples, ncn, ipn, rpn, wpr, ibs, drop_first, p, r, w
+                )
+                for r in range(rpn)
+            ]
+            for p in range(ipn)
+        ]
+        for w in range(wpr)
+    ]
+    if any(x is None for a in shares for b in a for x in b):
+        return None
+    initial = np.array(shares)  # (workers, nodes, ranks, batches * batch)
+    ib = initial.shape[-1] // ibs
+    order = initial.reshape(wpr, ipn, rpn, ib, ibs).transpose(3, 0, 1, 2, 4).reshape(-1)
+    unit = wpr * pn * rpn * bs
+    if order.size % unit:
+        return None
+    # Re-dealt as (batches, workers, nodes, ranks, batch): take this worker's batches.
+    return order.reshape(-1, wpr, pn, rpn, bs)[:, worker, node, rank].reshape(-1).copy()
 
 
 algos: dict[str, Callable[..., NDArray[np.int64]]] = {

@@ -278,7 +278,8 @@ def _resample(
     streams = range(num_streams) if stream_id is None else [stream_id]
 
     unit_parts: list[NDArray[np.int64]] = []
-    id_parts: list[NDArray[np.int64]] = []
+    # Whole streams taken as they are stay ranges until we know the ids are needed at all.
+    id_parts: list[NDArray[np.int64] | range] = []
     identity = True
     for sid in streams:
         first, end = int(shard_offsets[sid]), int(shard_offsets[sid + 1])
@@ -295,7 +296,7 @@ def _resample(
         units[np.cumsum(counts)[rem > 0] - 1] = rem[rem > 0]
         unit_parts.append(units)
         if np.array_equal(choose, sizes):
-            id_parts.append(np.arange(sample_offsets[first], sample_offsets[end], dtype=np.int64))
+            id_parts.append(range(int(sample_offsets[first]), int(sample_offsets[end])))
             continue
         identity = False
         for k in range(end - first):
@@ -311,5 +312,14 @@ def _resample(
     units = np.concatenate(unit_parts).astype(np.int64) if unit_parts else np.zeros(0, np.int64)
     if identity and identity_as_none and stream_id is None:
         return units, None
-    ids = np.concatenate(id_parts).astype(np.int64) if id_parts else np.zeros(0, np.int64)
+    if not id_parts:
+        return units, np.zeros(0, np.int64)
+    ids = np.empty(sum(len(part) for part in id_parts), np.int64)
+    offset = 0
+    for part in id_parts:
+        n = len(part)
+        ids[offset : offset + n] = (
+            np.arange(part.start, part.stop) if isinstance(part, range) else part
+        )
+        offset += n
     return units, ids

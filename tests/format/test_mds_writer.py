@@ -242,3 +242,63 @@ def test_local_dataset_with_split(tmp_path) -> None:
         ds[7]
     with pytest.raises(FileNotFoundError):
         LocalDataset(str(tmp_path / "root"), split="val")
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_large_values_kept_by_reference_write_the_same_bytes(tmp_path, compression) -> None:
+    rng = np.random.default_rng(0)
+    columns = {"big": "bytes", "name": "str", "arr": "ndarray:uint8"}
+    samples = [
+        {
+            "big": rng.bytes(int(rng.integers(0, 90_000))),
+            "name": "n" * i,
+            "arr": rng.integers(0, 255, int(rng.integers(1, 50_000)), dtype=np.uint8),
+        }
+        for i in range(12)
+    ]
+    out = tmp_path / "d"
+    with MDSWriter(out=str(out), columns=columns, size_limit="300kb", compression=compression) as w:
+        rows = [w.encode_sample(s) for s in samples]
+        for s in samples:
+            w.write(s)
+    index = load_index(str(out / "index.json"))
+    from streaming.format import decompress_shard
+
+    start = 0
+    for shard in index["shards"]:
+        raw_path = str(out / shard["raw_data"]["basename"])
+        if compression:
+            decompress_shard(str(out / shard["zip_data"]["basename"]), raw_path, compression,
+                             raw_info=shard["raw_data"])
+        body = b"".join(rows[start : start + shard["samples"]])
+        assert open(raw_path, "rb").read().endswith(body)
+        start += shard["samples"]
+    assert start == len(samples) and len(index["shards"]) > 2
+    got = LocalDataset(str(out))
+    for i, sample in enumerate(samples):
+        assert got[i]["big"] == sample["big"] and got[i]["arr"].tobytes() == sample["arr"].tobytes()
+
+
+def test_open_maps_are_bounded(tmp_path, monkeypatch) -> None:
+    import streaming.format.mds.reader as mds_reader
+
+    monkeypatch.setattr(mds_reader, "MAX_OPEN_SHARDS", 3)
+    out = _write(tmp_path / "d", count=40, size_limit=260)
+    ds = LocalDataset(out)
+    assert len(ds.shards) > 6
+    for _ in range(2):
+        assert [ds[i]["id"] for i in range(40)] == list(range(40))
+        assert sum(shard._mmap is not None for shard in ds.shards) <= 3
+
+
+def test_upload_to_s3(tmp_path, s3_bucket) -> None:
+    import boto3
+
+    remote = f"{s3_bucket}/ds"
+    _write(remote, count=25, size_limit=300, compression="zstd", hashes=["xxh64"])
+    bucket = s3_bucket[len("s3://") :]
+    client = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"])
+    keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"])
+    index = json.loads(client.get_object(Bucket=bucket, Key="ds/index.json")["Body"].read())
+    want = sorted(["ds/index.json"] + [f"ds/{s['zip_data']['basename']}" for s in index["shards"]])
+    assert keys == want and sum(s["samples"] for s in index["shards"]) == 25

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
+from collections import OrderedDict
 from typing import Any, Union
 
 import numpy as np
@@ -22,6 +24,23 @@ from streaming.format.mds.encodings import Bytes, Str, get_coder, is_mds_encodin
 __all__ = ["MDSReader"]
 
 _KIND_BYTES, _KIND_STR, _KIND_CALL = 0, 1, 2
+
+# Each mapped shard is one kernel memory map; Linux allows ~65k per process. Keep at most this
+# many shards mapped per process, unmapping the least recently opened (it re-maps on next use).
+MAX_OPEN_SHARDS = 1024
+_open_maps: OrderedDict[int, weakref.ref] = OrderedDict()
+
+
+def _remember_open(reader: MDSReader) -> None:
+    _open_maps[id(reader)] = weakref.ref(reader)
+    while len(_open_maps) > MAX_OPEN_SHARDS:
+        try:
+            _, ref = _open_maps.popitem(last=False)
+        except KeyError:  # emptied by another thread
+            break
+        oldest = ref()
+        if oldest is not None:
+            oldest._buf = oldest._mmap = None
 
 
 class MDSReader(JointReader):
@@ -172,16 +191,17 @@ class MDSReader(JointReader):
         self._filename = filename
         self._mmap = mapped
         self._buf = buf
+        _remember_open(self)
         return buf
 
     def close(self) -> None:
-        """Unmap the shard file (it is mapped again on next access)."""
-        buf, mapped = self._buf, self._mmap
+        """Unmap the shard file (it is mapped again on next access).
+
+        The map is dropped, not force-closed: a thread still decoding from it finishes safely,
+        and the memory is unmapped when the last such user lets go.
+        """
         self._buf = self._mmap = None
-        if buf is not None:
-            buf.release()
-        if mapped is not None:
-            mapped.close()
+        _open_maps.pop(id(self), None)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

@@ -26,6 +26,14 @@ from streaming.format.mds.encodings import get_coder, get_mds_encodings
 
 __all__ = ["MDSWriter"]
 
+# Values at least this big (and immutable) are written from the caller's object, not copied.
+_BY_REFERENCE = 1 << 15
+
+
+def _new_buffer(size: int) -> Any:
+    """Get an uninitialized byte buffer (NumPy skips the zero-fill that bytearray does)."""
+    return np.empty(size, np.uint8)
+
 
 class MDSWriter(JointWriter):
     """Writes a streaming MDS dataset.
@@ -108,27 +116,35 @@ class MDSWriter(JointWriter):
         self.extra_bytes_per_shard = 4 + 4 + len(self.config_data)
         self.new_shard_size = self.extra_bytes_per_shard
 
-    # The shard being built: rows are copied into a reusable buffer (`_rows`, first `_pos` bytes
-    # used), with each row's end offset. Buffers come back to `_free` once their shard is on
-    # disk, so steady-state writing touches no fresh memory (page faults cost more than copies).
+    # The shard being built. Small values are copied into a reusable buffer (`_rows`, first
+    # `_pos` bytes used); large immutable `bytes` values are kept by reference, so the shard is a
+    # list of chunks (`_chunks` + the open buffer segment from `_seg`). Buffers come back to
+    # `_free` once their shard is on disk, so steady-state writing touches no fresh memory (page
+    # faults cost more than copies). `_row_ends` holds each row's end in the logical shard body.
     def _reset_cache(self) -> None:
         if not hasattr(self, "_free"):
-            self._free: list[bytearray] = []
-        if self._free:
-            self._rows = self._free.pop()
-        else:
-            self._rows = bytearray(min(self.size_limit or (1 << 20), 1 << 26))
+            self._free: list[Any] = []
+        # Start small and grow by doubling: a small dataset never pays for a 64 MB buffer.
+        self._rows = self._free.pop() if self._free else _new_buffer(1 << 16)
         self._view = memoryview(self._rows)
         self._pos = 0
+        self._seg = 0
+        self._chunks: list[Any] = []
         self._row_ends: list[int] = [0]
         self.new_shard_size = self.extra_bytes_per_shard
 
     def _grow(self, need: int) -> None:
-        rows = bytearray(max(need, 2 * len(self._rows)))
-        rows[: self._pos] = self._view[: self._pos]
-        self._view.release()
+        # Closed chunks keep referencing the old buffer; only the open segment moves.
+        rows = _new_buffer(max(need, 2 * len(self._rows)))
+        view = memoryview(rows)
+        view[self._seg : self._pos] = self._view[self._seg : self._pos]
         self._rows = rows
-        self._view = memoryview(rows)
+        self._view = view
+
+    def _body_chunks(self) -> list[Any]:
+        if self._pos > self._seg:
+            return [*self._chunks, self._view[self._seg : self._pos]]
+        return list(self._chunks)
 
     def _num_pending(self) -> int:
         return len(self._row_ends) - 1
@@ -140,23 +156,38 @@ class MDSWriter(JointWriter):
         Returns:
             List[bytes]: One encoded row per sample.
         """
+        body = b"".join(self._body_chunks())
         ends = self._row_ends
-        return [bytes(self._view[ends[i] : ends[i + 1]]) for i in range(len(ends) - 1)]
+        return [body[ends[i] : ends[i + 1]] for i in range(len(ends) - 1)]
 
     @new_samples.setter
     def new_samples(self, value: list[bytes]) -> None:
-        self._pos = 0
+        self._pos = self._seg = 0
+        self._chunks = []
         self._row_ends = [0]
         for row in value:
-            self._append(row)
-            self._row_ends.append(self._pos)
+            self._append_row(b"", [row], len(row))
 
-    def _append(self, data: Any) -> None:
-        end = self._pos + len(data)
-        if end > len(self._rows):
-            self._grow(end)
-        self._view[self._pos : end] = data
-        self._pos = end
+    def _append_row(self, head: bytes, parts: list[Any], row_size: int) -> None:
+        pos = self._pos
+        if pos + row_size > len(self._rows):
+            self._grow(pos + row_size)
+        view = self._view
+        stop = pos + len(head)
+        view[pos:stop] = head
+        for part in parts:
+            size = len(part)
+            if size >= _BY_REFERENCE and type(part) is bytes:
+                if stop > self._seg:
+                    self._chunks.append(view[self._seg : stop])
+                self._chunks.append(part)
+                self._seg = stop
+            else:
+                pos = stop
+                stop += size
+                view[pos:stop] = part
+        self._pos = stop
+        self._row_ends.append(self._row_ends[-1] + row_size)
 
     def _encode_parts(self, sample: dict[str, Any]) -> tuple[bytes, list[Any]]:
         sizes = []
@@ -209,19 +240,7 @@ class MDSWriter(JointWriter):
         if self.size_limit and self.size_limit < self.new_shard_size + sample_size:
             self.flush_shard()
             self._reset_cache()
-        pos = self._pos
-        end = pos + row_size
-        if end > len(self._rows):
-            self._grow(end)
-        view = self._view
-        stop = pos + len(head)
-        view[pos:stop] = head
-        for part in parts:
-            pos = stop
-            stop += len(part)
-            view[pos:stop] = part
-        self._pos = end
-        self._row_ends.append(end)
+        self._append_row(head, parts, row_size)
         self.new_shard_size += sample_size
 
     def get_config(self) -> dict[str, Any]:
@@ -251,15 +270,13 @@ class MDSWriter(JointWriter):
                 f"offsets are uint32; set a size_limit below 4 GiB"
             )
         head = struct.pack("<I", count) + offsets.astype("<u4").tobytes() + self.config_data
-        return [head, self._view[: self._pos]]
+        return [head, *self._body_chunks()]
 
     def flush_shard(self) -> None:
         """Flush cached samples to storage, creating a new shard."""
-        rows, view = self._rows, self._view
-        free = self._free
+        rows, free = self._rows, self._free
 
         def recycle() -> None:
-            view.release()
             free.append(rows)
 
         raw_basename, zip_basename = self._name_next_shard()
