@@ -88,7 +88,10 @@ EXTRA = {
     "write": [("samples_s", "samples/s", True)],
     "plan": [("work_mb", "MB peak above baseline", False)],
     "s3": [("ttfs_s", "s to first sample", False)],
-    "iterate": [("ttfs_s", "s to first sample", False)],
+    "iterate": [
+        ("ttfs_s", "s to first sample", False),
+        ("peak_rss_mb", "peak RSS MB (the process, or its largest DataLoader worker)", False),
+    ],
     "convert": [("samples_s", "samples/s", True)],
 }
 
@@ -482,7 +485,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="run each measurement N times and keep the best (default 1)",
     )
+    parser.add_argument("--render", metavar="JSON", help="only re-render a saved results JSON")
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        print(markdown(saved["records"], list(saved["header"]["versions"]), saved["header"]))
+        return 0
     args.bench = [b for b in args.bench.split(",") if b]
     impls = [i for i in args.impl.split(",") if i]
     for name in args.bench:

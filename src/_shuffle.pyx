@@ -163,6 +163,25 @@ cdef extern from *:
     }
     SS_DEFINE_FY(ss_fisher_yates_i64, int64_t)
     SS_DEFINE_FY(ss_fisher_yates_i32, int32_t)
+    /* Insertion sort by key of s[0..m) that is already ordered up to samples sharing a unit (a
+       descent is ~1 sample in 5). The usual one-step move is a branch-free compare-exchange;
+       only a sample moving two or more places takes the loop. Stable (strict > only). */
+    typedef struct { double key; int64_t val; } ss_keyed;
+    static inline void ss_settle(ss_keyed *s, int64_t m) {
+        int64_t k, j;
+        for (k = 1; k < m; k++) {
+            double ka = s[k - 1].key, kb = s[k].key;
+            int64_t va = s[k - 1].val, vb = s[k].val;
+            int sw = ka > kb;
+            s[k - 1].key = sw ? kb : ka; s[k - 1].val = sw ? vb : va;
+            s[k].key = sw ? ka : kb; s[k].val = sw ? va : vb;
+            double kc = s[k >= 2 ? k - 2 : 0].key;
+            if (sw & (k >= 2) & (kc > kb)) {
+                for (j = k - 2; j >= 0 && s[j].key > kb; j--) s[j + 1] = s[j];
+                s[j + 1].key = kb; s[j + 1].val = vb;
+            }
+        }
+    }
     static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
     static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }
     static double ss_bg_next_double(void *st) { return ss_next_double((ss_pcg *)st); }
@@ -178,6 +197,10 @@ cdef extern from *:
     double ss_next_double(ss_pcg *g) nogil
     uint64_t ss_interval(ss_pcg *g, uint64_t max) nogil
     void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) nogil
+    ctypedef struct ss_keyed:
+        double key
+        int64_t val
+    void ss_settle(ss_keyed *s, int64_t m) nogil
     void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, uint32_t *j, int64_t n) nogil
     uint64_t ss_bg_next64(void *st) nogil
@@ -223,9 +246,7 @@ cdef int _store(object rng, _Rng *r) except -1:
     return 0
 
 
-cdef struct _Keyed:
-    double key
-    int64_t val
+ctypedef ss_keyed _Keyed
 
 
 cdef enum:
@@ -259,6 +280,15 @@ cdef inline int64_t _integer(_Rng *r, int64_t low, int64_t high) noexcept nogil:
     cdef uint64_t out
     random_bounded_uint64_fill(&r.bitgen, <uint64_t>low, <uint64_t>(high - 1 - low), 1, 0, &out)
     return <int64_t>out
+
+
+cdef Py_ssize_t _sum_spans(const int64_t[:] sizes) except -1:
+    cdef Py_ssize_t k, total = 0
+    for k in range(sizes.shape[0]):
+        if sizes[k] < 0:
+            raise ValueError(f"span {k} has a negative size ({sizes[k]})")
+        total += sizes[k]
+    return total
 
 
 cdef Py_ssize_t _check_spans(const int64_t[:] sizes, Py_ssize_t out_len) except -1:
@@ -418,6 +448,138 @@ cdef inline Py_ssize_t _unit(double p, Py_ssize_t n) noexcept nogil:
     return <Py_ssize_t>p
 
 
+cdef struct _SortSpace:
+    # Scratch for spreading and sorting one canonical node of up to ``cap`` samples.
+    Py_ssize_t cap
+    double *pos
+    _Keyed *coarse
+    Py_ssize_t *heads
+    _Keyed *scratch
+    Py_ssize_t scratch_cap
+
+
+cdef int _space_init(_SortSpace *sp, Py_ssize_t cap) except -1:
+    sp.cap = cap
+    sp.pos = <double *>malloc((cap + 1) * sizeof(double))
+    sp.coarse = <_Keyed *>malloc((cap + 1) * sizeof(_Keyed))
+    sp.heads = <Py_ssize_t *>malloc((((cap + 1) >> _COARSE) + 2) * sizeof(Py_ssize_t))
+    sp.scratch = NULL
+    sp.scratch_cap = 0
+    if sp.pos == NULL or sp.coarse == NULL or sp.heads == NULL:
+        _space_free(sp)
+        raise MemoryError()
+    return 0
+
+
+cdef void _space_free(_SortSpace *sp) noexcept:
+    free(sp.pos)
+    free(sp.coarse)
+    free(sp.heads)
+    free(sp.scratch)
+    sp.pos = NULL
+    sp.coarse = NULL
+    sp.heads = NULL
+    sp.scratch = NULL
+
+
+cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t nspans,
+                      Py_ssize_t n, int64_t low, int64_t high, _SortSpace *sp) noexcept nogil:
+    """py1e for one node (``n <= sp.cap`` samples): returns 1 if some span outgrew its block,
+    0 if not, -1 when out of memory."""
+    cdef double *pos = sp.pos
+    cdef _Keyed *coarse = sp.coarse
+    cdef Py_ssize_t *heads = sp.heads
+    cdef Py_ssize_t nb = ((n - 1) >> _COARSE) + 1
+    cdef int32_t fine[_FINE + 1]
+    cdef uint64_t draws[_DRAWS]
+    cdef int warn = 0
+    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0, base
+    cdef int64_t block
+    cdef double cutoff, lower, upper, width, p
+    if n == 0:
+        return 0
+    for b in range(nb + 1):
+        heads[b] = 0
+    # Two passes over the same draws: count samples per coarse bucket, then (from the saved
+    # generator state) place them, which costs less than storing and re-reading the positions.
+    cdef ss_pcg saved = r.pcg
+    cdef int pass_
+    for pass_ in range(2):
+        if pass_ == 1:
+            r.pcg = saved
+            for b in range(nb):
+                if heads[b + 1] > most:
+                    most = heads[b + 1]
+                heads[b + 1] += heads[b]
+        off = 0
+        for k in range(nspans):
+            span = sizes[k]
+            block = _integer(r, low, high)
+            cutoff = (<double>block - <double>span) / 2.0
+            if cutoff < 0:
+                cutoff = 0
+                warn = 1
+            # Python's max/min on (-cutoff, -offset) and (cutoff, room): same values.
+            lower = -cutoff
+            if -<double>off > lower:
+                lower = -<double>off
+            upper = cutoff
+            if <double>(n - off - span) < upper:
+                upper = <double>(n - off - span)
+            width = upper - lower
+            # Generator.uniform: lower + width * next_double, one 64-bit draw each.
+            c = off
+            while c < off + span:
+                m = off + span - c if off + span - c < _DRAWS else _DRAWS
+                ss_fill(&r.pcg, draws, m)
+                if pass_ == 0:
+                    for i in range(c, c + m):
+                        p = <double>i + (lower + width * (
+                            <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
+                        heads[(_unit(p, n) >> _COARSE) + 1] += 1
+                else:
+                    # Stable scatter into coarse buckets; heads[b] ends as bucket b's end.
+                    for i in range(c, c + m):
+                        p = <double>i + (lower + width * (
+                            <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
+                        b = _unit(p, n) >> _COARSE
+                        j = heads[b]
+                        coarse[j].key = p
+                        coarse[j].val = ids[i]
+                        heads[b] = j + 1
+                c += m
+            off += span
+    if most > sp.scratch_cap:
+        free(sp.scratch)
+        sp.scratch = <_Keyed *>malloc(most * sizeof(_Keyed))
+        if sp.scratch == NULL:
+            sp.scratch_cap = 0
+            return -1
+        sp.scratch_cap = most
+    cdef _Keyed *scratch = sp.scratch
+    start = 0
+    for b in range(nb):
+        end = heads[b]
+        m = end - start
+        base = b << _COARSE
+        for j in range(_FINE + 1):
+            fine[j] = 0
+        for k in range(start, end):
+            fine[_unit(coarse[k].key, n) - base + 1] += 1
+        for j in range(_FINE):
+            fine[j + 1] += fine[j]
+        for k in range(start, end):
+            j = _unit(coarse[k].key, n) - base
+            scratch[fine[j]] = coarse[k]
+            fine[j] += 1
+        # Now ordered by unit; order within a unit (~1 sample each) by insertion.
+        ss_settle(scratch, m)
+        for k in range(m):
+            ids[start + k] = scratch[k].val
+        start = end
+    return warn
+
+
 def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, int64_t high):
     """Spread one canonical node's span samples by uniform shifts, then sort by position (``py1e``).
 
@@ -443,102 +605,143 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
         raise ValueError(f"bad block size range [{low}, {high})")
     if n == 0:
         return False
-    cdef Py_ssize_t nb = ((n - 1) >> _COARSE) + 1
-    cdef double *pos = <double *>malloc(n * sizeof(double))
-    cdef _Keyed *coarse = <_Keyed *>malloc(n * sizeof(_Keyed))
-    cdef Py_ssize_t *heads = <Py_ssize_t *>malloc((nb + 1) * sizeof(Py_ssize_t))
-    cdef int32_t fine[_FINE + 1]
-    cdef uint64_t draws[_DRAWS]
-    cdef _Keyed *scratch = NULL
+    cdef _SortSpace sp
     cdef _Rng r
-    cdef bint warn = False
-    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0, base
-    cdef int64_t block
-    cdef double cutoff, lower, upper, width, p
-    cdef _Keyed cur
+    cdef int warn
+    _space_init(&sp, n)
     try:
-        if pos == NULL or coarse == NULL or heads == NULL:
-            raise MemoryError()
         with rng.bit_generator.lock:
             _load(rng, &r)
             with nogil:
-                for b in range(nb + 1):
-                    heads[b] = 0
-                for k in range(sizes.shape[0]):
-                    span = sizes[k]
-                    block = _integer(&r, low, high)
-                    cutoff = (<double>block - <double>span) / 2.0
-                    if cutoff < 0:
-                        cutoff = 0
-                        warn = True
-                    # Python's max/min on (-cutoff, -offset) and (cutoff, room): same values.
-                    lower = -cutoff
-                    if -<double>off > lower:
-                        lower = -<double>off
-                    upper = cutoff
-                    if <double>(n - off - span) < upper:
-                        upper = <double>(n - off - span)
-                    width = upper - lower
-                    # Generator.uniform: lower + width * next_double, one 64-bit draw each.
-                    c = off
-                    while c < off + span:
-                        m = off + span - c if off + span - c < _DRAWS else _DRAWS
-                        ss_fill(&r.pcg, draws, m)
-                        for i in range(c, c + m):
-                            p = <double>i + (lower + width * (
-                                <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
-                            pos[i] = p
-                            heads[(_unit(p, n) >> _COARSE) + 1] += 1
-                        c += m
-                    off += span
+                warn = _spread_sort(&r, &ids[0], &sizes[0], sizes.shape[0], n, low, high, &sp)
             _store(rng, &r)
-        with nogil:
-            for b in range(nb):
-                if heads[b + 1] > most:
-                    most = heads[b + 1]
-                heads[b + 1] += heads[b]
-            # Stable scatter into coarse buckets; heads[b] ends as bucket b's end.
-            for i in range(n):
-                b = _unit(pos[i], n) >> _COARSE
-                j = heads[b]
-                coarse[j].key = pos[i]
-                coarse[j].val = ids[i]
-                heads[b] = j + 1
-        free(pos)
-        pos = NULL
-        scratch = <_Keyed *>malloc(most * sizeof(_Keyed))
-        if scratch == NULL:
-            raise MemoryError()
-        with nogil:
-            start = 0
-            for b in range(nb):
-                end = heads[b]
-                m = end - start
-                base = b << _COARSE
-                for j in range(_FINE + 1):
-                    fine[j] = 0
-                for k in range(start, end):
-                    fine[_unit(coarse[k].key, n) - base + 1] += 1
-                for j in range(_FINE):
-                    fine[j + 1] += fine[j]
-                for k in range(start, end):
-                    j = _unit(coarse[k].key, n) - base
-                    scratch[fine[j]] = coarse[k]
-                    fine[j] += 1
-                # Now ordered by unit; order within a unit (~1 sample each) by insertion.
-                for k in range(1, m):
-                    cur = scratch[k]
-                    j = k - 1
-                    while j >= 0 and scratch[j].key > cur.key:
-                        scratch[j + 1] = scratch[j]
-                        j -= 1
-                    scratch[j + 1] = cur
-                for k in range(m):
-                    ids[start + k] = scratch[k].val
-                start = end
     finally:
-        free(pos)
-        free(coarse)
-        free(heads)
-        free(scratch)
-    return warn
+        _space_free(&sp)
+    if warn < 0:
+        raise MemoryError()
+    return warn == 1
+
+
+def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes,
+                  const int64_t[:] node_spans, int64_t low, int64_t high, int64_t[:] out,
+                  const int64_t[:] want=None, const int64_t[:] want_bounds=None):
+    """Shuffle every canonical node of an epoch (``py1s`` or ``py1e``) in one pass.
+
+    Node ``c`` holds spans ``node_spans[c] .. node_spans[c+1]`` (begins and sizes in final
+    order); its samples occupy the next ``sum(sizes of its spans)`` places of the epoch. Draws as
+    ``get_shuffle_py1s`` / ``get_shuffle_py1e`` after the span reorder.
+
+    Without ``want``, ``out`` receives the whole epoch. With ``want`` (epoch places grouped by
+    node: node ``c``'s are ``want[want_bounds[c]:want_bounds[c+1]]``), only those places are
+    kept: ``out[k]`` = the epoch's value at place ``want[k]``, and each node is built in reused
+    scratch, so memory stays at one node's worth.
+
+    Args:
+        rng (numpy.random.Generator): PCG64 generator, after the span reorder (it advances).
+        algo (str): ``py1s`` or ``py1e``.
+        begins (NDArray[np.int64]): First sample id of each span.
+        sizes (NDArray[np.int64]): Size of each span.
+        node_spans (NDArray[np.int64]): ``num_nodes + 1`` ascending span indices.
+        low (int): ``py1e``: smallest block size (inclusive), non-negative.
+        high (int): ``py1e``: largest block size (exclusive), above ``low``.
+        out (NDArray[np.int64]): The epoch (``sizes.sum()`` long), or ``len(want)`` values.
+        want (NDArray[np.int64], optional): Places to keep, grouped by node.
+        want_bounds (NDArray[np.int64], optional): ``num_nodes + 1`` offsets into ``want``.
+
+    Returns:
+        bool: ``py1e``: whether some span outgrew its block (so was not spread).
+    """
+    cdef bint spread = algo == "py1e"
+    if not spread and algo != "py1s":
+        raise ValueError(f"shuffle_nodes: unknown algorithm {algo!r}")
+    if begins.shape[0] != sizes.shape[0]:
+        raise ValueError("begins and sizes differ in length")
+    cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1
+    cdef Py_ssize_t total = _sum_spans(sizes)
+    cdef Py_ssize_t c, c2, k, a, z, n, largest = 0, place, node_start = 0
+    if num_nodes < 0 or node_spans[0] != 0 or node_spans[num_nodes] != sizes.shape[0]:
+        raise ValueError("node_spans must run from 0 to the number of spans")
+    for c in range(num_nodes):
+        if node_spans[c + 1] < node_spans[c]:
+            raise ValueError("node_spans must ascend")
+        n = 0
+        for k in range(node_spans[c], node_spans[c + 1]):
+            n += sizes[k]
+        if n > largest:
+            largest = n
+    if spread and not 0 <= low < high:
+        raise ValueError(f"bad block size range [{low}, {high})")
+    cdef bint pick = want is not None
+    if pick:
+        if want_bounds is None or want_bounds.shape[0] != num_nodes + 1:
+            raise ValueError("want_bounds must have num_nodes + 1 entries")
+        if want_bounds[0] != 0 or want_bounds[num_nodes] != want.shape[0]:
+            raise ValueError("want_bounds must run from 0 to len(want)")
+        if out.shape[0] != want.shape[0]:
+            raise ValueError("out must hold one value per wanted place")
+        for c in range(num_nodes):
+            if want_bounds[c + 1] < want_bounds[c]:
+                raise ValueError("want_bounds must ascend")
+    elif out.shape[0] != total:
+        raise ValueError(f"spans hold {total} samples but the output holds {out.shape[0]}")
+    cdef int64_t *buf = NULL
+    cdef uint32_t *j = NULL
+    cdef _SortSpace sp
+    sp.pos = NULL
+    sp.coarse = NULL
+    sp.heads = NULL
+    sp.scratch = NULL
+    cdef _Rng r
+    cdef int warn = 0, got
+    cdef int64_t *dst
+    cdef Py_ssize_t bad = -1
+    try:
+        j = _draw_space(_largest(sizes))
+        if pick:
+            buf = <int64_t *>malloc((largest + 1) * sizeof(int64_t))
+            if buf == NULL:
+                raise MemoryError()
+        if spread:
+            _space_init(&sp, largest)
+        with rng.bit_generator.lock:
+            _load(rng, &r)
+            with nogil:
+                for c in range(num_nodes):
+                    a = node_spans[c]
+                    z = node_spans[c + 1]
+                    n = 0
+                    for k in range(a, z):
+                        n += sizes[k]
+                    dst = buf if pick else &out[node_start]
+                    place = 0
+                    for k in range(a, z):
+                        for c2 in range(sizes[k]):
+                            dst[place + c2] = begins[k] + c2
+                        ss_fisher_yates_i64(&r.pcg, &dst[place], j, sizes[k])
+                        place += sizes[k]
+                    if spread:
+                        got = _spread_sort(&r, dst, &sizes[a], z - a, n, low, high, &sp)
+                        if got < 0:
+                            bad = -2
+                            break
+                        warn |= got
+                    if pick:
+                        for k in range(want_bounds[c], want_bounds[c + 1]):
+                            place = want[k] - node_start
+                            if place < 0 or place >= n:
+                                bad = k
+                                break
+                            out[k] = buf[place]
+                        if bad >= 0:
+                            break
+                    node_start += n
+            _store(rng, &r)
+    finally:
+        free(buf)
+        free(j)
+        _space_free(&sp)
+    if bad == -2:
+        raise MemoryError()
+    if bad >= 0:
+        raise ValueError(f"wanted place {want[bad]} (entry {bad}) is outside its node")
+    return warn == 1

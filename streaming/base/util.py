@@ -2,3 +2,8 @@
 
 from streaming.util import *  # noqa: F401,F403
 from streaming.util import __all__  # noqa: F401
+from streaming.format.merge import (  # noqa: F401,E402
+    _merge_index_from_list,
+    _merge_index_from_root,
+    merge_index,
+)

@@ -1,16 +1,16 @@
-"""JSONL to MDS rows: byte-range chunks parsed and encoded in worker processes, in order.
+"""JSONL to MDS rows, chunk by chunk.
 
-A JSONL file is cut at line boundaries into chunks of a few MiB. Each chunk is parsed (orjson
-when installed, else the standard library) and encoded to MDS rows
-(:func:`streaming.converters.arrow.encode_rows`) in a pool of processes; the caller receives
-the chunks' rows in file order and only has to append them to a writer.
+A JSONL file is cut at line boundaries into chunks of a few MiB. A chunk is first given to the
+compiled scanner (``streaming._kernels._jsonl``), which reads plain lines of numbers, ASCII
+strings and number arrays straight into typed columns; any chunk it declines is parsed with
+orjson (or the standard library) and encoded value by value
+(:func:`streaming.converters.arrow.encode_rows`), which also reports bad values by column.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from concurrent.futures import Executor, Future
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -266,36 +266,17 @@ def _kind(value: Any) -> str:
 
 def iter_encoded_jsonl(
     path: str, names: list[str], encodings: list[str], sizes: list[int | None],
-    executor: Executor | None, ahead: int = 4,
 ) -> Iterator[list[bytes]]:
-    """Encode a JSONL file chunk by chunk, ``ahead`` chunks in flight on ``executor``.
+    """Encode a JSONL file chunk by chunk.
 
     Args:
         path (str): The file.
         names (List[str]): MDS column names, sorted.
         encodings (List[str]): Their encodings.
         sizes (List[int | None]): Their fixed sizes.
-        executor (Executor, optional): Where chunks are encoded; ``None`` encodes inline.
-        ahead (int): Chunks submitted before the first is awaited.
 
     Yields:
         List[bytes]: Each chunk's encoded rows, in file order.
     """
-    ranges = chunk_ranges(path)
-    if executor is None or len(ranges) < 2:
-        for start, end in ranges:
-            yield encode_jsonl_range(path, start, end, names, encodings, sizes)
-        return
-    pending: list[Future] = []
-    try:
-        for start, end in ranges:
-            pending.append(
-                executor.submit(encode_jsonl_range, path, start, end, names, encodings, sizes)
-            )
-            if len(pending) > ahead:
-                yield pending.pop(0).result()
-        while pending:
-            yield pending.pop(0).result()
-    finally:
-        for future in pending:
-            future.cancel()
+    for start, end in chunk_ranges(path):
+        yield encode_jsonl_range(path, start, end, names, encodings, sizes)

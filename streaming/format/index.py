@@ -253,9 +253,18 @@ def write_index(dirname: str, shards: list[dict[str, Any]], basename: str | None
 
 
 def _write_all(fd: int, chunks: list[Any]) -> None:
-    """Write every buffer in ``chunks`` to ``fd`` (``os.write`` may write partially)."""
-    for chunk in chunks:
-        view = memoryview(chunk).cast("B")
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+    """Write every buffer in ``chunks`` to ``fd`` in order, batching them through ``writev``."""
+    views = [memoryview(chunk).cast("B") for chunk in chunks]
+    views = [view for view in views if view.nbytes]
+    i = 0
+    while i < len(views):
+        written = os.writev(fd, views[i : i + _IOV_MAX])
+        # Skip what was written; a partial write resumes mid-buffer.
+        while i < len(views) and written >= views[i].nbytes:
+            written -= views[i].nbytes
+            i += 1
+        if written:
+            views[i] = views[i][written:]
+
+
+_IOV_MAX = 1024

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from streaming._kernels import _plan
 from streaming.plan.batching import _batch_size, _block_size, _resample_spec, generate_work
 from streaming.plan.partition import worker_partition
-from streaming.plan.shuffle import get_shuffle
+from streaming.plan.shuffle import shuffle_places
 from streaming.plan.spec import PlanSpec, parallel_world_shape
 
 __all__ = ["epoch_work", "worker_plan", "worker_work"]
@@ -130,15 +130,15 @@ def worker_plan(
         rank_of_node,
         worker_of_rank,
     )
-    shuffle = None
     if spec.shuffle:
-        shuffle = get_shuffle(
+        ids = shuffle_places(
             spec.shuffle_algo,
             units,
             spec.num_canonical_nodes,
             spec.shuffle_seed,
             epoch,
             _block_size(spec),
+            ids,
         )
-    _plan.compose_ids(ids, shuffle, small_per_big)
+    _plan.compose_ids(ids, None, small_per_big)
     return ids

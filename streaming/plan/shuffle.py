@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming._kernels import _shuffle
+from streaming._kernels import _plan, _shuffle
 
 __all__ = [
     "algos",
@@ -29,6 +29,7 @@ __all__ = [
     "get_shuffle_py1e",
     "get_shuffle_py1s",
     "get_shuffle_py2s",
+    "shuffle_places",
 ]
 
 _SMALL_BLOCK_WARNING = (
@@ -180,11 +181,11 @@ def get_shuffle_py1s(
     """
     sizes = _as_sizes(shard_sizes)
     _check_args(num_canonical_nodes, seed, epoch)
-    begins, span_sizes, _, epoch_rng, num_samples = _node_spans(
+    begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         sizes, num_canonical_nodes, seed, epoch
     )
     ids = np.empty(num_samples, np.int64)
-    _shuffle.shuffle_spans(epoch_rng, begins, span_sizes, ids)
+    _shuffle.shuffle_nodes(epoch_rng, "py1s", begins, span_sizes, _bounds(node_spans), 0, 1, ids)
     return ids
 
 
@@ -268,14 +269,26 @@ def get_shuffle_py1e(
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         sizes, num_canonical_nodes, seed, epoch
     )
-    low, high = int(0.75 * block_size), int(1.25 * block_size)
     ids = np.empty(num_samples, np.int64)
-    offset = 0
-    warn = False
+    _py1e_nodes(begins, span_sizes, node_spans, epoch_rng, num_canonical_nodes, block_size, ids)
+    return ids
+
+
+def _py1e_nodes(
+    begins: NDArray[np.int64],
+    span_sizes: NDArray[np.int64],
+    node_spans: list[tuple[int, int]],
+    epoch_rng: np.random.Generator,
+    num_canonical_nodes: int,
+    block_size: int,
+    out: NDArray[np.int64],
+    want: NDArray[np.int64] | None = None,
+    want_bounds: NDArray[np.int64] | None = None,
+) -> None:
+    """The py1e spread of every node (see ``_shuffle.shuffle_nodes``), raising as the reference."""
+    low, high = int(0.75 * block_size), int(1.25 * block_size)
     for first, end in node_spans:
-        node_sizes = span_sizes[first:end]
-        node_samples = int(node_sizes.sum())
-        if not node_samples:
+        if not int(span_sizes[first:end].sum()):
             raise ValueError(
                 f"The number of samples assigned to a canonical node is 0. This very likely "
                 f"indicates that the number of samples in this stream is less than the number of "
@@ -285,13 +298,112 @@ def get_shuffle_py1e(
             )
         if low >= high:
             raise _integers_range_error(low, high)
-        out = ids[offset : offset + node_samples]
-        _shuffle.shuffle_spans(epoch_rng, begins[first:end], node_sizes, out)
-        warn |= _shuffle.spread_sort_py1e(epoch_rng, out, node_sizes, low, high)
-        offset += node_samples
+    warn = _shuffle.shuffle_nodes(
+        epoch_rng,
+        "py1e",
+        begins,
+        span_sizes,
+        _bounds(node_spans),
+        low,
+        high,
+        out,
+        want,
+        want_bounds,
+    )
     if warn:
-        warnings.warn(_SMALL_BLOCK_WARNING, stacklevel=2)
-    return ids
+        warnings.warn(_SMALL_BLOCK_WARNING, stacklevel=3)
+
+
+def _bounds(node_spans: list[tuple[int, int]]) -> NDArray[np.int64]:
+    # Nodes' span ranges are consecutive: (first, end) pairs -> num_nodes + 1 bounds.
+    return np.array([0] + [end for _, end in node_spans], np.int64)
+
+
+def shuffle_places(
+    algo: str,
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+    places: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """``get_shuffle(...)[places]`` (``-1`` places stay ``-1``), for one worker's share.
+
+    For ``py1s`` and ``py1e`` the epoch's shuffle is never held whole: each canonical node is
+    built in turn in reused scratch and only the wanted places are kept, so memory is one node's
+    worth plus ``places``. Other algorithms build the whole shuffle and index it.
+
+    Args:
+        algo (str): Which shuffling algorithm to use (``naive, py1br, py1e, py1s, py2s``).
+        shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
+        num_canonical_nodes (int): Number of canonical nodes.
+        seed (int): Base random seed, which is held constant over an entire training run.
+        epoch (int): Current epoch.
+        block_size (int): Unit of shuffle.
+        places (NDArray[np.int64]): Places of the shuffled epoch to look up, or ``-1``.
+
+    Returns:
+        NDArray[np.int64]: The sample id at each place (``-1`` where the place is ``-1``).
+
+    Raises:
+        ValueError: If ``algo`` is unknown or a place is outside the epoch.
+    """
+    places = np.asarray(places, np.int64)
+    if algo not in ("py1s", "py1e"):
+        full = get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+        out = places.copy()
+        _plan.compose_ids(out, full, None)
+        return out
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
+    begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
+        sizes, num_canonical_nodes, seed, epoch
+    )
+    valid = places >= 0
+    wanted = places[valid]
+    if wanted.size and int(wanted.max()) >= num_samples:
+        raise ValueError(f"place {int(wanted.max())} is outside the epoch of {num_samples}")
+    # Group the wanted places by canonical node (stable radix sort on the node index).
+    span_ends = np.concatenate([[0], np.cumsum(span_sizes)])
+    node_ends = span_ends[_bounds(node_spans)[1:]]
+    node = np.searchsorted(node_ends, wanted, side="right")
+    order = np.argsort(
+        node.astype(np.uint16 if len(node_spans) < 1 << 16 else np.int64), kind="stable"
+    )
+    want = wanted[order]
+    want_bounds = np.concatenate([[0], np.cumsum(np.bincount(node, minlength=len(node_spans)))])
+    got = np.empty(len(want), np.int64)
+    if algo == "py1s":
+        _shuffle.shuffle_nodes(
+            epoch_rng,
+            "py1s",
+            begins,
+            span_sizes,
+            _bounds(node_spans),
+            0,
+            1,
+            got,
+            want,
+            want_bounds.astype(np.int64),
+        )
+    else:
+        _py1e_nodes(
+            begins,
+            span_sizes,
+            node_spans,
+            epoch_rng,
+            num_canonical_nodes,
+            block_size,
+            got,
+            want,
+            want_bounds.astype(np.int64),
+        )
+    values = np.empty(len(want), np.int64)
+    values[order] = got
+    out = np.full(len(places), -1, np.int64)
+    out[valid] = values
+    return out
 
 
 def get_shuffle_py2s(

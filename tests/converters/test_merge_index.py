@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from streaming.format.merge import merge_index
+from streaming.base.util import merge_index
 from streaming.format.merge import merge_index as merge_index_impl
 
 

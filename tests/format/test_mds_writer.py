@@ -302,3 +302,22 @@ def test_upload_to_s3(tmp_path, s3_bucket) -> None:
     index = json.loads(client.get_object(Bucket=bucket, Key="ds/index.json")["Body"].read())
     want = sorted(["ds/index.json"] + [f"ds/{s['zip_data']['basename']}" for s in index["shards"]])
     assert keys == want and sum(s["samples"] for s in index["shards"]) == 25
+
+
+def test_write_all_survives_partial_writes(tmp_path, monkeypatch) -> None:
+    from streaming.format import index as index_mod
+
+    real = os.writev
+
+    def stingy(fd, buffers):  # the kernel may write less than asked
+        return real(fd, [bytes(memoryview(buffers[0])[:7])])
+
+    monkeypatch.setattr(os, "writev", stingy)
+    chunks = [b"", b"abcdefghij" * 3, np.arange(10, dtype=np.uint8), memoryview(b"xyz")[1:], b"q"]
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        index_mod._write_all(fd, chunks)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"".join(bytes(memoryview(c)) for c in chunks)

@@ -9,8 +9,9 @@ is ``json.dumps(writer.get_config(), sort_keys=True)``; a row is the sizes of it
 columns followed by every column's encoded value, columns sorted by name. The bytes are identical
 to the reference writer's for the same samples and arguments.
 
-Speed: each column's encoder is resolved once; a row is appended straight into one growing
-``bytearray`` per shard, and the shard is hashed, compressed and written on a background thread.
+Speed: each column's encoder is resolved once; small values are copied into a reusable buffer,
+values of 4 KiB or more are kept by reference and written with ``writev``, and each shard is
+hashed, compressed and written on a background thread while the next one is encoded.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from streaming.format.mds.encodings import get_coder, get_mds_encodings
 __all__ = ["MDSWriter"]
 
 # Values at least this big (and immutable) are written from the caller's object, not copied.
-_BY_REFERENCE = 1 << 15
+_BY_REFERENCE = 1 << 12
 
 
 def _new_buffer(size: int) -> Any:

@@ -1,0 +1,13 @@
+"""Type stubs for the compiled JSON Lines scanner (src/_jsonl.pyx)."""
+
+from typing import Any, Optional, Sequence
+
+KIND_INT: int
+KIND_FLOAT: int
+KIND_STR: int
+KIND_INT_LIST: int
+KIND_FLOAT_LIST: int
+
+def scan_jsonl(
+    buf: Any, keys: list[bytes], kinds: Sequence[int]
+) -> Optional[tuple[int, list[Any]]]: ...
