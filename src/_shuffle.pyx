@@ -451,7 +451,6 @@ cdef inline Py_ssize_t _unit(double p, Py_ssize_t n) noexcept nogil:
 cdef struct _SortSpace:
     # Scratch for spreading and sorting one canonical node of up to ``cap`` samples.
     Py_ssize_t cap
-    double *pos
     _Keyed *coarse
     Py_ssize_t *heads
     _Keyed *scratch
@@ -460,23 +459,20 @@ cdef struct _SortSpace:
 
 cdef int _space_init(_SortSpace *sp, Py_ssize_t cap) except -1:
     sp.cap = cap
-    sp.pos = <double *>malloc((cap + 1) * sizeof(double))
     sp.coarse = <_Keyed *>malloc((cap + 1) * sizeof(_Keyed))
     sp.heads = <Py_ssize_t *>malloc((((cap + 1) >> _COARSE) + 2) * sizeof(Py_ssize_t))
     sp.scratch = NULL
     sp.scratch_cap = 0
-    if sp.pos == NULL or sp.coarse == NULL or sp.heads == NULL:
+    if sp.coarse == NULL or sp.heads == NULL:
         _space_free(sp)
         raise MemoryError()
     return 0
 
 
 cdef void _space_free(_SortSpace *sp) noexcept:
-    free(sp.pos)
     free(sp.coarse)
     free(sp.heads)
     free(sp.scratch)
-    sp.pos = NULL
     sp.coarse = NULL
     sp.heads = NULL
     sp.scratch = NULL
@@ -486,7 +482,6 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
                       Py_ssize_t n, int64_t low, int64_t high, _SortSpace *sp) noexcept nogil:
     """py1e for one node (``n <= sp.cap`` samples): returns 1 if some span outgrew its block,
     0 if not, -1 when out of memory."""
-    cdef double *pos = sp.pos
     cdef _Keyed *coarse = sp.coarse
     cdef Py_ssize_t *heads = sp.heads
     cdef Py_ssize_t nb = ((n - 1) >> _COARSE) + 1
@@ -687,7 +682,6 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     cdef int64_t *buf = NULL
     cdef uint32_t *j = NULL
     cdef _SortSpace sp
-    sp.pos = NULL
     sp.coarse = NULL
     sp.heads = NULL
     sp.scratch = NULL

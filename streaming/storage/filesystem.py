@@ -33,6 +33,7 @@ __all__ = [
     "is_local",
     "join_url",
     "resolve",
+    "resolve_options",
     "split_scheme",
 ]
 
@@ -325,18 +326,37 @@ def resolve(url: str) -> tuple[AbstractFileSystem, str]:
             extra to install.
     """
     url = os.fspath(url)
+    scheme = SCHEMES.get(split_scheme(url)[0])
+    if scheme is not None:
+        _require(scheme.module, scheme.extra, url)
+    protocol, options, path = resolve_options(url)
+    if scheme is not None and protocol != scheme.protocol and protocol in _PROTOCOL_MODULES:
+        _require(*_PROTOCOL_MODULES[protocol], url)
+    return _filesystem(protocol, options), path
+
+
+def resolve_options(url: str) -> tuple[str, dict[str, Any], str]:
+    """What :func:`resolve` would build for ``url``, without importing or creating anything.
+
+    Args:
+        url (str): A storage URL or a local path.
+
+    Returns:
+        Tuple[str, Dict[str, Any], str]: The fsspec protocol, the filesystem's constructor
+        options (from the URL and the environment) and the path to pass to its methods.
+
+    Raises:
+        ValueError: The scheme is unknown or the URL is malformed for its scheme.
+    """
+    url = os.fspath(url)
     scheme_name, _ = split_scheme(url)
     scheme = SCHEMES.get(scheme_name)
     if scheme is None:
         known = ", ".join(f"{s}://" for s in sorted(SCHEMES) if s)
         raise ValueError(f"{url}: unsupported URL scheme {scheme_name!r} (supported: {known})")
     if scheme_name == "":
-        return _filesystem("file", {}), url
-    _require(scheme.module, scheme.extra, url)
-    protocol, options, path = scheme.options(urllib.parse.urlsplit(url))
-    if protocol != scheme.protocol and protocol in _PROTOCOL_MODULES:
-        _require(*_PROTOCOL_MODULES[protocol], url)
-    return _filesystem(protocol, options), path
+        return "file", {}, url
+    return scheme.options(urllib.parse.urlsplit(url))
 
 
 def get_filesystem(url: str) -> AbstractFileSystem:

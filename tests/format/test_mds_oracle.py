@@ -20,7 +20,7 @@ from streaming.format.hashing import get_hash, get_hashes
 from streaming.format.index import load_index
 from streaming.format.mds.encodings import get_mds_encodings
 from streaming.format.mds.writer import MDSWriter
-from streaming.format.sizes import bytes_to_int
+from streaming.util import bytes_to_int
 from streaming.local import LocalDataset
 
 _CASES_DIR = pathlib.Path(__file__).resolve().parents[2] / "oracles" / "cases"

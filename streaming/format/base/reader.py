@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Union
 
 from streaming.array import Array
-from streaming.format.sizes import bytes_to_int
+from streaming.util import bytes_to_int
 
 __all__ = ["FileInfo", "JointReader", "Reader", "SplitReader"]
 

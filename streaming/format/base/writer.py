@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence, Union
 from streaming.format.compression import compress, get_compression_extension, is_compression
 from streaming.format.hashing import hash_chunks, is_hash
 from streaming.format.index import _write_all, get_index_basename, write_index
-from streaming.format.sizes import bytes_to_int
+from streaming.util import bytes_to_int
 
 __all__ = ["JointWriter", "SplitWriter", "Writer"]
 
