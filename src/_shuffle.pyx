@@ -168,19 +168,27 @@ cdef extern from *:
        only a sample moving two or more places takes the loop. Stable (strict > only). */
     typedef struct { double key; int64_t val; } ss_keyed;
     static inline void ss_settle(ss_keyed *s, int64_t m) {
-        int64_t k, j;
+        /* The sample at k - 1 (pk, pv) and the key settled at k - 2 (lk) stay in registers, so
+           no iteration waits on the previous one's stores. */
+        int64_t k, j, pv, vb, wv;
+        double pk, kb, wk, lk = -1.0; /* positions are >= 0 */
+        if (m < 2) return;
+        pk = s[0].key; pv = s[0].val;
         for (k = 1; k < m; k++) {
-            double ka = s[k - 1].key, kb = s[k].key;
-            int64_t va = s[k - 1].val, vb = s[k].val;
-            int sw = ka > kb;
-            s[k - 1].key = sw ? kb : ka; s[k - 1].val = sw ? vb : va;
-            s[k].key = sw ? ka : kb; s[k].val = sw ? va : vb;
-            double kc = s[k >= 2 ? k - 2 : 0].key;
-            if (sw & (k >= 2) & (kc > kb)) {
+            kb = s[k].key; vb = s[k].val;
+            int sw = pk > kb;
+            wk = sw ? kb : pk; wv = sw ? vb : pv;
+            s[k - 1].key = wk; s[k - 1].val = wv;
+            if (sw & (lk > kb)) {
                 for (j = k - 2; j >= 0 && s[j].key > kb; j--) s[j + 1] = s[j];
                 s[j + 1].key = kb; s[j + 1].val = vb;
+                wk = s[k - 1].key;
+            } else if (!sw) {
+                pk = kb; pv = vb;
             }
+            lk = wk;
         }
+        s[m - 1].key = pk; s[m - 1].val = pv;
     }
     static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
     static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }

@@ -24,11 +24,11 @@ import shutil
 import tempfile
 
 import numpy as np
-from streaming.base.compression import decompress
-from streaming.base.util import merge_index
 
 from streaming import CSVWriter, JSONWriter, MDSWriter, TSVWriter, XSVWriter
+from streaming.base.compression import decompress
 from streaming.base.format import reader_from_json
+from streaming.base.util import merge_index
 
 SCHEMAS = {
     "mixed": {"id": "int", "name": "str", "score": "float"},

@@ -1,6 +1,6 @@
 """Type stubs for the compiled JSON Lines scanner (src/_jsonl.pyx)."""
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 KIND_INT: int
 KIND_FLOAT: int
@@ -10,4 +10,4 @@ KIND_FLOAT_LIST: int
 
 def scan_jsonl(
     buf: Any, keys: list[bytes], kinds: Sequence[int]
-) -> Optional[tuple[int, list[Any]]]: ...
+) -> tuple[int, list[Any]] | None: ...

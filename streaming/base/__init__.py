@@ -5,17 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {
-    "StreamingDataset": "streaming.dataset",
-    "Stream": "streaming.stream",
-    "StreamingDataLoader": "streaming.dataloader",
-    "LocalDataset": "streaming.local",
-    "MDSWriter": "streaming.format.mds.writer",
-    "JSONWriter": "streaming.format.json.writer",
-    "CSVWriter": "streaming.format.xsv.writer",
-    "TSVWriter": "streaming.format.xsv.writer",
-    "XSVWriter": "streaming.format.xsv.writer",
-}
+from streaming import _EXPORTS
 
 __all__ = list(_EXPORTS)
 
