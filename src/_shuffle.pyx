@@ -14,6 +14,10 @@ that would otherwise let bad input touch memory out of range.
 """
 
 from libc.math cimport floor
+from libc.time cimport clock
+cdef double T0 = 0, T1 = 0, T2 = 0
+def timers():
+    return T0, T1, T2
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from numpy.random cimport bitgen_t
@@ -183,9 +187,8 @@ cdef extern from *:
                 for (j = k - 2; j >= 0 && s[j].key > kb; j--) s[j + 1] = s[j];
                 s[j + 1].key = kb; s[j + 1].val = vb;
                 wk = s[k - 1].key;
-            } else if (!sw) {
-                pk = kb; pv = vb;
             }
+            pk = sw ? pk : kb; pv = sw ? pv : vb;
             lk = wk;
         }
         s[m - 1].key = pk; s[m - 1].val = pv;
@@ -507,8 +510,12 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
     # generator state) place them, which costs less than storing and re-reading the positions.
     cdef ss_pcg saved = r.pcg
     cdef int pass_
+    global T0, T1, T2
+    cdef double t = clock()
     for pass_ in range(2):
         if pass_ == 1:
+            T0 += clock() - t
+            t = clock()
             r.pcg = saved
             for b in range(nb):
                 if heads[b + 1] > most:
@@ -552,6 +559,8 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
                         heads[b] = j + 1
                 c += m
             off += span
+    T1 += clock() - t
+    t = clock()
     if most > sp.scratch_cap:
         free(sp.scratch)
         sp.scratch = <_Keyed *>malloc(most * sizeof(_Keyed))
@@ -580,6 +589,7 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
         for k in range(m):
             ids[start + k] = scratch[k].val
         start = end
+    T2 += clock() - t
     return warn
 
 

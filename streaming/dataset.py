@@ -12,7 +12,7 @@ import logging
 import mmap
 import os
 import warnings
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from math import ceil
 from typing import Any, Iterator, Sequence
@@ -43,6 +43,10 @@ DECODE_CHUNK = 32
 MAX_OPEN_SHARDS = 16
 # Threads per process preparing upcoming shards.
 PREFETCH_THREADS = 4
+# Shards queued for prefetching beyond the ``predownload`` window, per process.
+PREFETCH_AHEAD_SHARDS = 2 * PREFETCH_THREADS
+# Bytes of those shards, per node (divided among its processes; see _prefetch_budget).
+PREFETCH_AHEAD_BYTES = 1 << 30
 
 
 class StreamingDataset(Array, IterableDataset):
@@ -635,15 +639,28 @@ class StreamingDataset(Array, IterableDataset):
             yield from self._iter_samples(sample_ids)
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
-        """Return ``ahead(position)``: start preparing the shards of the next ``predownload``
-        samples from ``position`` in the background."""
+        """Return ``ahead(position)``: start preparing upcoming shards in the background.
+
+        Every shard the next ``predownload`` samples need is submitted, as the reference does;
+        beyond that, up to :data:`PREFETCH_AHEAD_SHARDS` further shards along the plan are kept
+        queued, as long as their bytes fit this process's share of the prefetch budget. The
+        reference's sample-count window alone leaves one big shard in flight at a time (256
+        samples of 8 KB is 2 MB ahead, a shard is 64 MB), which made a cold remote epoch a
+        series of single downloads; several in flight hide each request's latency and use the
+        endpoint's parallelism.
+        """
         pool = self._pool
         if pool is None:
             pool = self._pool = ThreadPoolExecutor(PREFETCH_THREADS,
                                                    thread_name_prefix="streaming-prefetch")
         submitted: set[int] = set()
+        queued: deque[tuple[int, int]] = deque()  # (run index, bytes) of shards submitted ahead
+        queued_bytes = 0
         next_run = 0
+        current_run = 0
         window = max(1, int(self.predownload or 1))
+        budget = self._prefetch_budget()
+        entries = self._cache.entries
 
         def prepare(shard_id: int) -> None:
             try:
@@ -652,15 +669,44 @@ class StreamingDataset(Array, IterableDataset):
                 logger.debug(f"Prefetching shard {shard_id} failed: {e}")
 
         def ahead(position: int) -> None:
-            nonlocal next_run
-            while next_run < len(starts) and starts[next_run] < position + window:
+            nonlocal next_run, current_run, queued_bytes
+            while current_run + 1 < len(starts) and starts[current_run + 1] <= position:
+                current_run += 1
+            while queued and queued[0][0] <= current_run:
+                queued_bytes -= queued.popleft()[1]
+            while next_run < len(starts):
+                in_window = starts[next_run] < position + window
                 shard_id = int(shard_ids[next_run])
+                new = shard_id not in self._ready and shard_id not in submitted
+                size = entries[shard_id].max_size if new else 0
+                if not in_window and new and (
+                        len(queued) >= PREFETCH_AHEAD_SHARDS or queued_bytes + size > budget
+                        # Until the shard being read is resident, it gets the bandwidth alone:
+                        # that is the time to first sample (and after a seek).
+                        or int(shard_ids[current_run]) not in self._ready):
+                    break
                 next_run += 1
-                if shard_id not in self._ready and shard_id not in submitted:
+                if new:
                     submitted.add(shard_id)
+                    if next_run - 1 > current_run:
+                        queued.append((next_run - 1, size))
+                        queued_bytes += size
                     pool.submit(prepare, shard_id)
 
         return ahead
+
+    def _prefetch_budget(self) -> int:
+        """Bytes of not-yet-reached shards this process may prefetch beyond ``predownload``.
+
+        A share of :data:`PREFETCH_AHEAD_BYTES` (or, with a ``cache_limit``, of a quarter of it,
+        so prefetched shards rarely evict each other before use) per process on the node.
+        """
+        world = self._unique_rank_world.detect_workers()
+        processes = max(1, world.ranks_per_node * world.workers_per_rank)
+        total = PREFETCH_AHEAD_BYTES
+        if self.cache_limit:
+            total = min(total, max(0, int(self.cache_limit) - self._cache.base_usage) // 4)
+        return total // processes
 
     def _iter_samples(self, sample_ids: NDArray[np.int64]) -> Iterator[dict[str, Any]]:
         """The fast path: runs of samples from one shard are decoded in chunks."""

@@ -11,6 +11,8 @@ Runs in the reference venv (see ``oracles/generate.py``). Writes:
   per-partition MDS files (written by the reference's ``MDSWriter`` with the arguments that
   ``dataframe_to_mds`` passes) and the merged index.
 - ``errors.json``: the reference's behaviour on values that do not fit their encodings.
+- ``convert.json``: a JSONL file and the MDS dataset a loop over the reference's
+  ``MDSWriter.write`` makes of it (what ``streaming convert`` must reproduce).
 """
 
 from __future__ import annotations
@@ -231,6 +233,26 @@ def _spark_case(tmp: str) -> dict:
     }
 
 
+def _convert_case(tmp: str) -> dict:
+    """A JSONL file and what a loop over the reference's MDSWriter.write makes of it."""
+    rng = np.random.default_rng(11)
+    lines = []
+    for i in range(120):
+        row = {"id": i, "text": f"doc {i}", "tokens": rng.integers(0, 50257, int(rng.integers(1, 90))).tolist(),
+               "score": float(rng.random())}
+        lines.append(json.dumps(row))
+    text = "\n".join(lines) + "\n"
+    columns = {"id": "int64", "score": "float64", "text": "str", "tokens": "ndarray:int64"}
+    out = os.path.join(tmp, "convert")
+    with MDSWriter(out=out, columns=columns, compression="zstd", hashes=["sha1", "xxh64"],
+                   size_limit="16kb") as w:
+        for line in text.splitlines():
+            obj = json.loads(line)
+            w.write({**obj, "tokens": np.array(obj["tokens"], dtype=np.int64)})
+    return {"jsonl": text, "columns": columns, "compression": "zstd", "hashes": ["sha1", "xxh64"],
+            "size_limit": "16kb", "files": _files(out)}
+
+
 def _error_cases() -> list[dict]:
     cases = []
     tmp = tempfile.mkdtemp()
@@ -264,5 +286,6 @@ def generate(outdir: pathlib.Path) -> None:
         dump("merge.json", _merge_cases(tmp))
         dump("spark.json", _spark_case(tmp))
         dump("errors.json", _error_cases())
+        dump("convert.json", _convert_case(tmp))
     finally:
         shutil.rmtree(tmp)

@@ -29,3 +29,15 @@ def spread_sort_py1e(
     low: int,
     high: int,
 ) -> bool: ...
+def shuffle_nodes(
+    rng: np.random.Generator,
+    algo: str,
+    begins: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    node_spans: NDArray[np.int64],
+    low: int,
+    high: int,
+    out: NDArray[np.int64],
+    want: NDArray[np.int64] | None = ...,
+    want_bounds: NDArray[np.int64] | None = ...,
+) -> bool: ...

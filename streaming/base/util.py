@@ -1,6 +1,6 @@
 """Re-export of :mod:`streaming.util` at the reference's path."""
 
-from streaming.format.merge import (  # noqa: F401,E402
+from streaming.format.merge import (  # noqa: F401
     _merge_index_from_list,
     _merge_index_from_root,
     merge_index,

@@ -1,9 +1,11 @@
-"""Convert JSONL, Parquet, CSV and TSV files to an MDS dataset, reading them with pyarrow.
+"""Convert JSONL, Parquet, CSV and TSV files to an MDS dataset.
 
-Input is read as Arrow record batches (pyarrow parses on its own threads, beside the encoding),
-every batch is encoded to MDS rows column by column (:mod:`streaming.converters.arrow`) and the
-rows go to an :class:`~streaming.MDSWriter`. The dataset is built in a temporary directory beside
-``out`` and renamed to ``out`` only once complete, so ``out`` never holds a partial dataset.
+Parquet/CSV/TSV are read as Arrow record batches (pyarrow parses on its own threads, beside the
+encoding) and encoded column by column (:mod:`streaming.converters.arrow`); JSONL goes through
+the compiled scanner with a general fallback (:mod:`streaming.converters.jsonl`), which is
+several times faster than pyarrow's JSON reader on token lists. Encoded rows go to an
+:class:`~streaming.MDSWriter`. The dataset is built in a temporary directory beside ``out`` and
+renamed to ``out`` only once complete, so ``out`` never holds a partial dataset.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ _KINDS = {
     ".tsv": "tsv",
 }
 
-# pyarrow's JSON reader needs each line to fit in one block.
-_JSON_BLOCK = 32 << 20
 _BATCH_ROWS = 65536
 
 
@@ -58,11 +58,11 @@ def input_kind(path: str, kind: str | None = None) -> str:
 
 
 def iter_batches(path: str, kind: str) -> Iterator[Any]:
-    """Read a file as Arrow record batches.
+    """Read a Parquet, CSV or TSV file as Arrow record batches.
 
     Args:
         path (str): The file.
-        kind (str): Its format (see :func:`input_kind`).
+        kind (str): Its format: ``parquet``, ``csv`` or ``tsv``.
 
     Yields:
         pyarrow.RecordBatch: Consecutive batches of rows.
@@ -80,16 +80,13 @@ def iter_batches(path: str, kind: str) -> Iterator[Any]:
             import pyarrow.parquet as pq
 
             yield from pq.ParquetFile(path).iter_batches(batch_size=_BATCH_ROWS)
-        elif kind == "jsonl":
-            import pyarrow.json as pj
-
-            reader = pj.open_json(path, read_options=pj.ReadOptions(block_size=_JSON_BLOCK))
-            yield from reader
-        else:
+        elif kind in ("csv", "tsv"):
             import pyarrow.csv as pc
 
             parse = pc.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
             yield from pc.open_csv(path, parse_options=parse)
+        else:
+            raise ValueError(f"{path}: read {kind} files with streaming.converters.jsonl")
     except pa.ArrowInvalid as err:
         raise ValueError(f"{path}: cannot read as {kind}: {err}") from err
 

@@ -256,6 +256,7 @@ class ShardCache:
         compressed copy when it is not kept. Files of shards without a remote copy are never
         deleted.
         """
+        self.sweep_partials()
         now = time.time()
         found = []
         for entry in self.entries:
@@ -283,6 +284,44 @@ class ShardCache:
                                 int(entry.evictable)))
                 elif state is not None:
                     db.execute("DELETE FROM shards WHERE key=?", (entry.key,))
+
+    def sweep_partials(self) -> int:
+        """Delete temp files (``.NAME.XXXX.part``, see ``atomic_file``) left by killed downloads.
+
+        Each shard's temp files are deleted only while holding that shard's lock, so a download
+        in progress elsewhere (which holds it) is never disturbed; busy shards are skipped.
+        Every directory is listed once.
+
+        Returns:
+            int: How many files were deleted.
+        """
+        owner: dict[str, dict[str, int]] = {}  # dir -> ".BASENAME." -> shard id
+        for shard_id, entry in enumerate(self.entries):
+            if entry.evictable:
+                for path in entry.files:
+                    dirname, base = os.path.split(path)
+                    owner.setdefault(dirname, {})[f".{base}."] = shard_id
+        stale: dict[int, list[str]] = {}
+        for dirname, prefixes in owner.items():
+            try:
+                names = os.listdir(dirname)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(".") and name.endswith(".part"):
+                    prefix = name[:name.rfind(".", 0, len(name) - len(".part")) + 1]
+                    shard_id = prefixes.get(prefix)
+                    if shard_id is not None:
+                        stale.setdefault(shard_id, []).append(os.path.join(dirname, name))
+        removed = 0
+        for shard_id, paths in stale.items():
+            with self._hold(shard_id, blocking=False) as held:
+                if held:
+                    _remove_files(paths)
+                    removed += len(paths)
+        if removed:
+            logger.info(f"Removed {removed} partial download(s) left by an interrupted process")
+        return removed
 
     # -- the main operation ----------------------------------------------------------------------
 

@@ -396,3 +396,6 @@ def clear_filesystem_cache() -> None:
     """Forget every cached filesystem (e.g. after changing credentials in the environment)."""
     with _cache_lock:
         _cache.clear()
+    from streaming.storage.s3client import clear_s3_clients
+
+    clear_s3_clients()

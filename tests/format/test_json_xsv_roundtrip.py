@@ -39,7 +39,9 @@ def _samples(draw, schema, n, forbid=""):
         for name, enc in schema.items():
             strategy = values[enc]
             if enc == "str" and forbid:
-                strategy = st.text(st.characters(blacklist_characters=forbid))
+                # Lone surrogates cannot be UTF-8 encoded (the reference fails on them too).
+                strategy = st.text(st.characters(blacklist_characters=forbid,
+                                                 blacklist_categories=("Cs",)))
             row[name] = draw(strategy)
         out.append(row)
     return out
@@ -54,7 +56,7 @@ def _read(root: str) -> list[dict]:
     return out
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data(), schema=schemas, n=st.integers(0, 12),
        size_limit=st.sampled_from([None, 64, 400]), newline=st.sampled_from(["\n", "\r\n"]))
 def test_json_round_trip(data, schema, n, size_limit, newline) -> None:
@@ -69,7 +71,7 @@ def test_json_round_trip(data, schema, n, size_limit, newline) -> None:
         shutil.rmtree(tmp)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data(), schema=schemas, n=st.integers(0, 12),
        kind=st.sampled_from(["csv", "tsv", "xsv"]), size_limit=st.sampled_from([None, 64, 400]))
 def test_xsv_round_trip(data, schema, n, kind, size_limit) -> None:
@@ -161,3 +163,37 @@ def test_reader_rejects_corrupt_meta(tmp_path) -> None:
         JSONReader.from_json(str(tmp_path), None, dict(shard, format="csv"))
     with pytest.raises(ValueError, match="version"):
         JSONReader.from_json(str(tmp_path), None, dict(shard, version=3))
+
+
+@pytest.mark.parametrize("writer", [JSONWriter, CSVWriter, TSVWriter])
+def test_streaming_dataset_reads_json_and_xsv(writer, tmp_path) -> None:
+    from streaming import StreamingDataset
+
+    remote = tmp_path / "remote"
+    with writer(out=str(remote), columns={"x": "int", "s": "str"}, compression="zstd",
+                hashes=["xxh64"], size_limit=200) as w:
+        for i in range(50):
+            w.write({"x": i, "s": f"v{i}"})
+    dataset = StreamingDataset(remote=str(remote), local=str(tmp_path / "cache"), shuffle=True,
+                               batch_size=4, validate_hash="xxh64")
+    assert sorted(s["x"] for s in dataset) == list(range(50))
+    assert dataset[7] == {"x": 7, "s": "v7"}
+
+
+def test_verify_and_summarize_split_formats(tmp_path) -> None:
+    from streaming.format.check import summarize_dataset, verify_dataset
+
+    with TSVWriter(out=str(tmp_path), columns={"x": "int"}, compression="bz2",
+                   hashes=["md5", "sha1"], size_limit=30) as w:
+        for i in range(40):
+            w.write({"x": i})
+    problems, counts = verify_dataset(str(tmp_path))
+    assert problems == [] and counts["samples"] == 40 and counts["shards"] > 2
+    assert counts["files"] == 2 * counts["shards"] and counts["hashes"] == 2 * counts["files"]
+    summary = summarize_dataset(str(tmp_path))
+    assert summary["formats"] == ["tsv"] and summary["columns"] == [{"x": "int"}]
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["shards"][1]["samples"] += 1
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    problems, _ = verify_dataset(str(tmp_path))
+    assert len(problems) == 1 and "shard.00001.tsv.meta.bz2" in problems[0]

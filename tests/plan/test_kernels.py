@@ -167,3 +167,129 @@ def test_kernels_reject_bad_input():
         _plan.compose_ids(np.array([0, 7, -1]), np.arange(5), None)
     with pytest.raises(ValueError, match="outside"):
         _plan.compose_ids(np.array([-2]), None, np.arange(5))
+
+
+def _predraw(rngs, pre):
+    # 32-bit draws leave half a 64-bit draw buffered in the generator: kernels must use it first.
+    for rng in rngs:
+        for _ in range(pre):
+            rng.integers(0, 10)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=seeds,
+    node_sizes=st.lists(
+        st.lists(st.integers(0, 60), min_size=0, max_size=5), min_size=1, max_size=4
+    ),
+    algo=st.sampled_from(["py1s", "py1e"]),
+    low=st.integers(0, 100),
+    extra=st.integers(1, 60),
+    pre=st.integers(0, 3),
+    data=st.data(),
+)
+def test_shuffle_nodes_equals_twin(seed, node_sizes, algo, low, extra, pre, data):
+    if algo == "py1e":
+        node_sizes = [s if sum(s) else s + [1] for s in node_sizes]
+    sizes = [s for node in node_sizes for s in node]
+    begins = [data.draw(st.integers(0, 10**9)) for _ in sizes]
+    bounds = np.cumsum([0] + [len(node) for node in node_sizes]).astype(np.int64)
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([ours, twin], pre)
+    out = np.empty(sum(sizes), np.int64)
+    warn = _shuffle.shuffle_nodes(
+        ours,
+        algo,
+        np.array(begins, np.int64),
+        np.array(sizes, np.int64),
+        bounds,
+        low,
+        low + extra,
+        out,
+    )
+    expect, twin_warn, k = [], False, 0
+    for node in node_sizes:
+        ids = _twin_shuffle_spans(twin, begins[k : k + len(node)], node)
+        if algo == "py1e" and len(ids):
+            ids, w = _twin_py1e(twin, ids, node, low, low + extra)
+            twin_warn |= w
+        expect.append(ids)
+        k += len(node)
+    assert np.array_equal(out, np.concatenate(expect))
+    assert warn == twin_warn
+    assert _same_state(ours, twin)
+
+    # Keeping only some places gives the same values and leaves the generator the same way.
+    places = np.array(
+        sorted(data.draw(st.lists(st.integers(0, max(len(out) - 1, 0)), max_size=20)))
+        if len(out)
+        else [],
+        np.int64,
+    )
+    starts = np.concatenate([[0], np.cumsum([sum(node) for node in node_sizes])])
+    want_bounds = np.searchsorted(places, starts).astype(np.int64)
+    want_bounds[-1] = len(places)
+    picked = np.empty(len(places), np.int64)
+    again = np.random.default_rng(seed)
+    _predraw([again], pre)
+    _shuffle.shuffle_nodes(
+        again,
+        algo,
+        np.array(begins, np.int64),
+        np.array(sizes, np.int64),
+        bounds,
+        low,
+        low + extra,
+        picked,
+        places,
+        want_bounds,
+    )
+    assert np.array_equal(picked, out[places])
+    assert _same_state(again, twin)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, sizes=span_sizes, pre=st.integers(0, 3), data=st.data())
+def test_shuffle_spans_after_buffered_draw(seed, sizes, pre, data):
+    begins = [data.draw(st.integers(0, 10**6)) for _ in sizes]
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([ours, twin], pre)
+    out = np.empty(sum(sizes), np.int64)
+    _shuffle.shuffle_spans(ours, np.array(begins, np.int64), np.array(sizes, np.int64), out)
+    assert np.array_equal(out, _twin_shuffle_spans(twin, begins, sizes))
+    assert _same_state(ours, twin)
+
+
+def test_shuffle_kernels_need_pcg64():
+    rng = np.random.Generator(np.random.MT19937(0))
+    with pytest.raises(TypeError, match="PCG64"):
+        _shuffle.shuffle_spans(
+            rng, np.array([0], np.int64), np.array([3], np.int64), np.empty(3, np.int64)
+        )
+
+
+def test_shuffle_nodes_rejects_bad_input():
+    rng = np.random.default_rng(0)
+    one = np.array([0], np.int64)
+    three = np.array([3], np.int64)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        _shuffle.shuffle_nodes(
+            rng, "py2s", one, three, np.array([0, 1]), 0, 1, np.empty(3, np.int64)
+        )
+    with pytest.raises(ValueError, match="node_spans"):
+        _shuffle.shuffle_nodes(
+            rng, "py1s", one, three, np.array([0, 2]), 0, 1, np.empty(3, np.int64)
+        )
+    with pytest.raises(ValueError, match="outside its node"):
+        _shuffle.shuffle_nodes(
+            rng,
+            "py1s",
+            one,
+            three,
+            np.array([0, 1]),
+            0,
+            1,
+            np.empty(1, np.int64),
+            np.array([3], np.int64),
+            np.array([0, 1], np.int64),
+        )
