@@ -13,11 +13,6 @@ algorithms (``Generator.shuffle`` = ``random_interval`` Fisher-Yates; ``Generato
 that would otherwise let bad input touch memory out of range.
 """
 
-from libc.math cimport floor
-from libc.time cimport clock
-cdef double T0 = 0, T1 = 0, T2 = 0
-def timers():
-    return T0, T1, T2
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from numpy.random cimport bitgen_t
@@ -33,6 +28,7 @@ cdef extern from "numpy/random/distributions.h":
 cdef extern from *:
     """
     #include <stdint.h>
+    #include <string.h>
     /* PCG64 (XSL-RR 128/64) as NumPy's PCG64: step, then output; 32-bit draws use the low half
        of a 64-bit draw and buffer the high half for the next 32-bit draw. */
     #define SS_MUL_HI 0x2360ED051FC65DA4ULL
@@ -171,27 +167,47 @@ cdef extern from *:
        descent is ~1 sample in 5). The usual one-step move is a branch-free compare-exchange;
        only a sample moving two or more places takes the loop. Stable (strict > only). */
     typedef struct { double key; int64_t val; } ss_keyed;
-    static inline void ss_settle(ss_keyed *s, int64_t m) {
+    static inline void ss_settle(ss_keyed *s, int64_t m, int64_t *out) {
         /* The sample at k - 1 (pk, pv) and the key settled at k - 2 (lk) stay in registers, so
-           no iteration waits on the previous one's stores. */
+           no iteration waits on the previous one's stores. Values also go to out[0..m). */
         int64_t k, j, pv, vb, wv;
         double pk, kb, wk, lk = -1.0; /* positions are >= 0 */
-        if (m < 2) return;
+        if (m < 1) return;
         pk = s[0].key; pv = s[0].val;
         for (k = 1; k < m; k++) {
             kb = s[k].key; vb = s[k].val;
             int sw = pk > kb;
             wk = sw ? kb : pk; wv = sw ? vb : pv;
             s[k - 1].key = wk; s[k - 1].val = wv;
+            out[k - 1] = wv;
             if (sw & (lk > kb)) {
-                for (j = k - 2; j >= 0 && s[j].key > kb; j--) s[j + 1] = s[j];
-                s[j + 1].key = kb; s[j + 1].val = vb;
+                for (j = k - 2; j >= 0 && s[j].key > kb; j--) { s[j + 1] = s[j]; out[j + 1] = s[j].val; }
+                s[j + 1].key = kb; s[j + 1].val = vb; out[j + 1] = vb;
                 wk = s[k - 1].key;
             }
             pk = sw ? pk : kb; pv = sw ? pv : vb;
             lk = wk;
         }
-        s[m - 1].key = pk; s[m - 1].val = pv;
+        s[m - 1].key = pk; s[m - 1].val = pv; out[m - 1] = pv;
+    }
+    /* Order one coarse bucket src[0..m) (positions in [base, base + width)) into out by unit,
+       then settle within units. */
+    static inline void ss_fine_sort(const ss_keyed *src, int64_t m, int64_t base, int64_t width,
+                                    ss_keyed *scratch, int32_t *fine, int64_t *out) {
+        int64_t k, u;
+        memset(fine, 0, (size_t)(width + 1) * sizeof(int32_t));
+        for (k = 0; k < m; k++) {
+            u = (int64_t)src[k].key - base;
+            u = u < 0 ? 0 : (u >= width ? width - 1 : u);
+            fine[u + 1]++;
+        }
+        for (k = 0; k < width; k++) fine[k + 1] += fine[k];
+        for (k = 0; k < m; k++) {
+            u = (int64_t)src[k].key - base;
+            u = u < 0 ? 0 : (u >= width ? width - 1 : u);
+            scratch[fine[u]++] = src[k];
+        }
+        ss_settle(scratch, m, out);
     }
     static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
     static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }
@@ -211,7 +227,8 @@ cdef extern from *:
     ctypedef struct ss_keyed:
         double key
         int64_t val
-    void ss_settle(ss_keyed *s, int64_t m) nogil
+    void ss_fine_sort(const ss_keyed *src, int64_t m, int64_t base, int64_t width,
+                      ss_keyed *scratch, int32_t *fine, int64_t *out) nogil
     void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, uint32_t *j, int64_t n) nogil
     uint64_t ss_bg_next64(void *st) nogil
@@ -263,6 +280,7 @@ ctypedef ss_keyed _Keyed
 cdef enum:
     # py1e sorts in two counting passes: by ``floor(position) >> _COARSE``, then by the unit within
     # that; the coarse buckets written concurrently (the shift window / 2**_COARSE) stay in cache.
+    # _DRAWS: 64-bit draws made at a time for a span's shifts.
     _COARSE = 10
     _FINE = 1 << _COARSE
     _DRAWS = 256
@@ -499,7 +517,7 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
     cdef int32_t fine[_FINE + 1]
     cdef uint64_t draws[_DRAWS]
     cdef int warn = 0
-    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0, base
+    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0
     cdef int64_t block
     cdef double cutoff, lower, upper, width, p
     if n == 0:
@@ -510,12 +528,8 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
     # generator state) place them, which costs less than storing and re-reading the positions.
     cdef ss_pcg saved = r.pcg
     cdef int pass_
-    global T0, T1, T2
-    cdef double t = clock()
     for pass_ in range(2):
         if pass_ == 1:
-            T0 += clock() - t
-            t = clock()
             r.pcg = saved
             for b in range(nb):
                 if heads[b + 1] > most:
@@ -559,8 +573,6 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
                         heads[b] = j + 1
                 c += m
             off += span
-    T1 += clock() - t
-    t = clock()
     if most > sp.scratch_cap:
         free(sp.scratch)
         sp.scratch = <_Keyed *>malloc(most * sizeof(_Keyed))
@@ -572,24 +584,8 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
     start = 0
     for b in range(nb):
         end = heads[b]
-        m = end - start
-        base = b << _COARSE
-        for j in range(_FINE + 1):
-            fine[j] = 0
-        for k in range(start, end):
-            fine[_unit(coarse[k].key, n) - base + 1] += 1
-        for j in range(_FINE):
-            fine[j + 1] += fine[j]
-        for k in range(start, end):
-            j = _unit(coarse[k].key, n) - base
-            scratch[fine[j]] = coarse[k]
-            fine[j] += 1
-        # Now ordered by unit; order within a unit (~1 sample each) by insertion.
-        ss_settle(scratch, m)
-        for k in range(m):
-            ids[start + k] = scratch[k].val
+        ss_fine_sort(&coarse[start], end - start, b << _COARSE, _FINE, scratch, fine, &ids[start])
         start = end
-    T2 += clock() - t
     return warn
 
 
@@ -620,7 +616,7 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
         return False
     cdef _SortSpace sp
     cdef _Rng r
-    cdef int warn
+    cdef int warn = 0
     _space_init(&sp, n)
     try:
         with rng.bit_generator.lock:

@@ -136,6 +136,20 @@ def get_partitions_orig(
         )
         drop_first -= drop_first % pn
 
+    # Usual case: each worker's share straight from index arithmetic, one share at a time.
+    first = _partition.orig_worker_ids(int(num_samples), ncn, pn, rpn, wpr, bs, drop_first, 0, 0, 0)
+    if first is not None:
+        out = np.empty((pn, rpn, wpr, len(first) // bs, bs), np.int64)
+        for node in range(pn):
+            for rank in range(rpn):
+                for worker in range(wpr):
+                    share = _partition.orig_worker_ids(
+                        int(num_samples), ncn, pn, rpn, wpr, bs, drop_first, node, rank, worker
+                    )
+                    out[node, rank, worker] = share.reshape(-1, bs)
+        return out
+
+    # Corner cases (tiny datasets): follow the dealing steps on the whole array.
     # Interleave canonical rows into one stream, drop what was seen, deal it to physical nodes.
     ids = _canonical_rows(int(num_samples), ncn, pn).T.ravel()[drop_first:]
     ids = ids.reshape(-1, pn).T
