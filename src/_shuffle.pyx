@@ -134,6 +134,12 @@ cdef extern from *:
         return max;
     }
     #endif
+    /* Leave g as after `steps` 64-bit draws from state `before`. */
+    static inline void ss_rewind(ss_pcg *g, ss_u128 before, int64_t steps) {
+        g->s = before;
+        while (steps-- > 0) g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
+    }
+    #define SS_BLOCK 64
     /* Generator.shuffle of x[0..n): for i = n-1 .. 1, swap x[i], x[random_interval(i)]. The
        draws come first, into j[1..n): while i < 2**32, random_interval takes 32-bit words and
        rejects those above i after masking; the mask is fixed while i keeps its bit length, so the
@@ -147,14 +153,36 @@ cdef extern from *:
             T t = x[i]; x[i] = x[k]; x[k] = t; \
         } \
         if (i <= 0) return; \
-        int64_t top = i; \
+        int64_t top = i, got = 0, used = 0; \
+        int half = 0; \
+        uint64_t buf[SS_BLOCK]; \
+        ss_u128 before = g->s; \
         while (i > 0) { \
             uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1; \
             while (i > (int64_t)low) { \
-                uint64_t v = (uint64_t)ss_next32(g) & mask; \
+                uint32_t w; \
+                if (g->has32) { g->has32 = 0; w = g->u32; } \
+                else if (half) { half = 0; w = (uint32_t)(buf[used - 1] >> 32); } \
+                else { \
+                    if (used == got) { \
+                        before = g->s; \
+                        got = (i + 2) / 2 < SS_BLOCK ? (i + 2) / 2 : SS_BLOCK; \
+                        ss_fill(g, buf, got); \
+                        used = 0; \
+                    } \
+                    w = (uint32_t)buf[used++]; \
+                    half = 1; \
+                } \
+                uint64_t v = (uint64_t)w & mask; \
                 j[i] = (uint32_t)v; \
                 i -= (int64_t)(v <= (uint64_t)i); \
             } \
+        } \
+        if (got) { \
+            /* Take back the block's unused draws; NumPy keeps the last draw's high half. */ \
+            if (used < got) ss_rewind(g, before, used); \
+            g->has32 = half; \
+            g->u32 = (uint32_t)(buf[used - 1] >> 32); \
         } \
         for (i = top; i > 0; i--) { \
             k = j[i]; \

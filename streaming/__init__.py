@@ -24,7 +24,10 @@ _EXPORTS = {
     "XSVWriter": "streaming.format.xsv.writer",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [
+    "StreamingDataset", "Stream", "StreamingDataLoader", "LocalDataset", "MDSWriter", "JSONWriter",
+    "CSVWriter", "TSVWriter", "XSVWriter", "__version__",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from streaming.dataloader import StreamingDataLoader

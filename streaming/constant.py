@@ -22,3 +22,6 @@ TICK = 0.007
 
 # Default download timeout, in seconds.
 DEFAULT_TIMEOUT = 60.0
+
+# "Never accessed" access time of a shard (the reference's uint64 sentinel).
+NEVER = 2**64 - 1

@@ -5,6 +5,7 @@ from streaming.format.compression import (
     Bzip2,
     Compression,
     Gzip,
+    LevelledCompression,
     Snappy,
     Zstandard,
     _algorithms,
@@ -24,4 +25,4 @@ __all__ = [
     "is_compression",
 ]
 
-_reexported = (Brotli, Bzip2, Compression, Gzip, Snappy, Zstandard, _algorithms, _families)
+_reexported = (Brotli, Bzip2, Compression, Gzip, LevelledCompression, Snappy, Zstandard, _algorithms, _families)

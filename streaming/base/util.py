@@ -1,5 +1,6 @@
 """Re-export of :mod:`streaming.util` at the reference's path."""
 
+from streaming.constant import SHM_TO_CLEAN  # noqa: F401
 from streaming.format.merge import (  # noqa: F401
     _merge_index_from_list,
     _merge_index_from_root,

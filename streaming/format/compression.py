@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 __all__ = [
     "Compression",
+    "LevelledCompression",
     "compress",
     "decompress",
     "get_compression_extension",
@@ -97,7 +98,11 @@ class Compression:
         raise NotImplementedError
 
 
-class Brotli(Compression):
+class LevelledCompression(Compression):
+    """A compression family with numbered levels (the reference's base class for them)."""
+
+
+class Brotli(LevelledCompression):
     """Brotli compression (extra ``brotli``)."""
 
     extension = "br"
@@ -111,7 +116,7 @@ class Brotli(Compression):
         return _checked(_import("brotli", "brotli").decompress(bytes(data)), max_size)
 
 
-class Bzip2(Compression):
+class Bzip2(LevelledCompression):
     """Bzip2 compression."""
 
     extension = "bz2"
@@ -127,7 +132,7 @@ class Bzip2(Compression):
         return _bounded(bz2.BZ2Decompressor(), data, max_size)
 
 
-class Gzip(Compression):
+class Gzip(LevelledCompression):
     """Gzip compression."""
 
     extension = "gz"
@@ -159,7 +164,7 @@ def _checked(out: bytes, max_size: int | None) -> bytes:
     return out
 
 
-class Zstandard(Compression):
+class Zstandard(LevelledCompression):
     """Zstandard compression."""
 
     extension = "zstd"

@@ -16,6 +16,7 @@ import pathlib
 import shutil
 import sys
 import urllib.parse
+from enum import Enum
 from tempfile import mkdtemp
 from typing import Any, Union
 
@@ -159,6 +160,13 @@ def _provider(out: Out) -> str:
         if len(parts) > 1 and os.path.join(parts[0], parts[1]) == "dbfs:/Volumes":
             return "dbfs:/Volumes"
     return scheme
+
+
+class GCSAuthentication(Enum):
+    """How a ``gs://`` uploader authenticated (HMAC keys via the S3 protocol, or a service account)."""
+
+    HMAC = 1
+    SERVICE_ACCOUNT = 2
 
 
 class CloudUploader:

@@ -20,8 +20,8 @@ from streaming.format.hashing import get_hash, get_hashes
 from streaming.format.index import load_index
 from streaming.format.mds.encodings import get_mds_encodings
 from streaming.format.mds.writer import MDSWriter
-from streaming.util import bytes_to_int
 from streaming.local import LocalDataset
+from streaming.util import bytes_to_int
 
 _CASES_DIR = pathlib.Path(__file__).resolve().parents[2] / "oracles" / "cases"
 _spec = importlib.util.spec_from_file_location("_mds_samples", _CASES_DIR / "_mds_samples.py")

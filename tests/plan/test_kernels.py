@@ -293,3 +293,20 @@ def test_shuffle_nodes_rejects_bad_input():
             np.array([3], np.int64),
             np.array([0, 1], np.int64),
         )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=seeds,
+    sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=4),
+    pre=st.integers(0, 1),
+)
+def test_shuffle_spans_long_spans_equal_twin(seed, sizes, pre):
+    # Spans past a block of 64-bit draws: refills, and giving back the unused draws at the end.
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([ours, twin], pre)
+    out = np.empty(sum(sizes), np.int64)
+    begins = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+    _shuffle.shuffle_spans(ours, begins, np.array(sizes, np.int64), out)
+    assert np.array_equal(out, _twin_shuffle_spans(twin, begins.tolist(), sizes))
+    assert _same_state(ours, twin)

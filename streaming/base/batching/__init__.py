@@ -4,6 +4,7 @@ These take a ``streaming.plan.PlanSpec`` and a ``(nodes, ranks per node, workers
 tuple where the reference took a ``StreamingDataset`` and a ``World``.
 """
 
+from streaming.world import World  # noqa: F401
 from streaming.plan.batching import (
     batching_methods,
     generate_work,

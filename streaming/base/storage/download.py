@@ -1,5 +1,6 @@
 """The reference's ``streaming.base.storage.download`` module path (re-exports only)."""
 
+from streaming.constant import DEFAULT_TIMEOUT  # noqa: F401
 from streaming.storage.download import (
     BOTOCORE_CLIENT_ERROR_CODES,
     DOWNLOADER_MAPPINGS,

@@ -3,6 +3,7 @@
 from streaming.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.upload import (
     UPLOADERS,
+    GCSAuthentication,
     AlipanUploader,
     AzureDataLakeUploader,
     AzureUploader,
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 _REEXPORTED = (
+    GCSAuthentication,
     UPLOADERS,
     AzureDataLakeUploader,
     DatabricksUploader,
