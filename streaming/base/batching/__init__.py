@@ -4,7 +4,6 @@ These take a ``streaming.plan.PlanSpec`` and a ``(nodes, ranks per node, workers
 tuple where the reference took a ``StreamingDataset`` and a ``World``.
 """
 
-from streaming.world import World  # noqa: F401
 from streaming.plan.batching import (
     batching_methods,
     generate_work,
@@ -13,6 +12,7 @@ from streaming.plan.batching import (
     generate_work_random_batching,
     generate_work_stratified_batching,
 )
+from streaming.world import World  # noqa: F401
 
 __all__ = [
     "batching_methods",

@@ -3,7 +3,6 @@
 from streaming.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.upload import (
     UPLOADERS,
-    GCSAuthentication,
     AlipanUploader,
     AzureDataLakeUploader,
     AzureUploader,
@@ -11,6 +10,7 @@ from streaming.storage.upload import (
     DatabricksUnityCatalogUploader,
     DatabricksUploader,
     DBFSUploader,
+    GCSAuthentication,
     GCSUploader,
     HFUploader,
     LocalUploader,
