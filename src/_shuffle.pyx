@@ -1,130 +1,40 @@
 # cython: language_level=3
-"""Shuffle kernels that reproduce a ``numpy.random.Generator(PCG64)``'s draws bit for bit.
+"""Shuffle kernels that make a ``numpy.random.Generator``'s draws in the reference's order.
 
-The hot loops step PCG64 inline (the same XSL-RR 128/64 generator NumPy uses, including its
-buffering of the upper half of a 64-bit draw for the next 32-bit draw) instead of calling through
-the bit generator's function pointers, which costs a third of the time per draw. The state is read
-from and written back to the Generator through its public ``bit_generator.state``, so after a
-kernel the Generator continues exactly as if NumPy had made the draws. Rare draws that go through
-NumPy's more involved samplers (``Generator.integers``) call NumPy's own C function on a
-``bitgen_t`` view of the inline state. Draw order matches the NumPy calls of the reference
-algorithms (``Generator.shuffle`` = ``random_interval`` Fisher-Yates; ``Generator.uniform`` =
-``low + (high - low) * next_double``). Callers validate arguments; kernels re-check the bounds
-that would otherwise let bad input touch memory out of range.
+Every draw comes from the Generator's own bit generator through NumPy's C API: the ``bitgen_t``
+behind ``rng.bit_generator.capsule`` (its ``next_uint32`` function pointer, as NumPy's
+``random_interval`` uses it) and NumPy's samplers on that ``bitgen_t``
+(``random_bounded_uint64_fill`` for ``Generator.integers``, ``random_standard_uniform_fill``
+for ``Generator.uniform``), with the bit generator's lock held, as NumPy's own methods do. So
+after a kernel the Generator is exactly where NumPy's equivalent calls would leave it, for any
+bit generator (the reference uses ``default_rng``, i.e. PCG64). Draw order matches the NumPy
+calls of the reference algorithms (``Generator.shuffle`` = ``random_interval`` Fisher-Yates, here
+all draws first and the swaps after; ``Generator.uniform`` = ``low + (high - low) * u``).
+
+py1e sorts each node in two counting passes over the same draws; rather than storing the
+positions, the first pass draws from a copy of the bit generator made through its public
+``state`` and the second from the Generator itself. Callers validate arguments; kernels re-check
+the bounds that would otherwise let bad input touch memory out of range.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
+from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
-
-import numpy as np
 
 
 cdef extern from "numpy/random/distributions.h":
     void random_bounded_uint64_fill(bitgen_t *bitgen_state, uint64_t off, uint64_t rng,
-                                    Py_ssize_t cnt, bint use_masked, uint64_t *out) nogil
+                                    npy_intp cnt, bint use_masked, uint64_t *out) nogil
+    void random_standard_uniform_fill(bitgen_t *bitgen_state, npy_intp cnt, double *out) nogil
 
 
 cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
-    /* PCG64 (XSL-RR 128/64) as NumPy's PCG64: step, then output; 32-bit draws use the low half
-       of a 64-bit draw and buffer the high half for the next 32-bit draw. */
-    #define SS_MUL_HI 0x2360ED051FC65DA4ULL
-    #define SS_MUL_LO 0x4385DF649FCCF645ULL
-    #if defined(__SIZEOF_INT128__)
-    typedef unsigned __int128 ss_u128;
-    static inline ss_u128 ss_make(uint64_t hi, uint64_t lo) { return ((ss_u128)hi << 64) | lo; }
-    static inline uint64_t ss_hi(ss_u128 a) { return (uint64_t)(a >> 64); }
-    static inline uint64_t ss_lo(ss_u128 a) { return (uint64_t)a; }
-    static inline ss_u128 ss_muladd(ss_u128 a, ss_u128 m, ss_u128 c) { return a * m + c; }
-    #else
-    typedef struct { uint64_t hi, lo; } ss_u128;
-    static inline ss_u128 ss_make(uint64_t hi, uint64_t lo) { ss_u128 r; r.hi = hi; r.lo = lo; return r; }
-    static inline uint64_t ss_hi(ss_u128 a) { return a.hi; }
-    static inline uint64_t ss_lo(ss_u128 a) { return a.lo; }
-    static inline ss_u128 ss_muladd(ss_u128 a, ss_u128 m, ss_u128 c) {
-        /* a * m + c mod 2**128 from 32-bit limbs (compilers without __int128). */
-        uint64_t a0 = a.lo & 0xFFFFFFFFULL, a1 = a.lo >> 32;
-        uint64_t b0 = m.lo & 0xFFFFFFFFULL, b1 = m.lo >> 32;
-        uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-        uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFULL) + (p10 & 0xFFFFFFFFULL);
-        ss_u128 r;
-        r.lo = (mid << 32) | (p00 & 0xFFFFFFFFULL);
-        r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32) + a.hi * m.lo + a.lo * m.hi;
-        uint64_t lo = r.lo + c.lo;
-        r.hi += c.hi + (lo < r.lo);
-        r.lo = lo;
-        return r;
-    }
-    #endif
-    typedef struct { ss_u128 s, inc; int has32; uint32_t u32; } ss_pcg;
-    static inline void ss_set(ss_pcg *g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) {
-        g->s = ss_make(shi, slo);
-        g->inc = ss_make(ihi, ilo);
-    }
-    static inline uint64_t ss_state_hi(ss_pcg *g) { return ss_hi(g->s); }
-    static inline uint64_t ss_state_lo(ss_pcg *g) { return ss_lo(g->s); }
-    static inline uint64_t ss_output(ss_u128 s) {
-        uint64_t hi = ss_hi(s), x = hi ^ ss_lo(s);
-        unsigned rot = (unsigned)(hi >> 58);
-        return (x >> rot) | (x << ((64 - rot) & 63));
-    }
-    static inline uint64_t ss_next64(ss_pcg *g) {
-        g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
-        return ss_output(g->s);
-    }
-    /* The next n 64-bit outputs into out, as n calls of ss_next64. One PCG step is a chain of
-       dependent 128-bit multiplies; four interleaved chains, each jumping four steps
-       (s -> M^4 s + (M^3 + M^2 + M + 1) inc), keep the multiplier busy. */
-    static inline void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) {
-        int64_t k = 0;
-        if (n >= 8) {
-            ss_u128 m1 = ss_make(SS_MUL_HI, SS_MUL_LO), zero = ss_make(0, 0), one = ss_make(0, 1);
-            ss_u128 m2 = ss_muladd(m1, m1, zero), m4 = ss_muladd(m2, m2, zero);
-            /* c4 = inc * (1 + M + M^2 + M^3) */
-            ss_u128 geo = ss_muladd(ss_muladd(m1, one, one), ss_muladd(m2, one, one), zero);
-            ss_u128 c4 = ss_muladd(g->inc, geo, zero);
-            ss_u128 s0 = ss_muladd(g->s, m1, g->inc);
-            ss_u128 s1 = ss_muladd(s0, m1, g->inc);
-            ss_u128 s2 = ss_muladd(s1, m1, g->inc);
-            ss_u128 s3 = ss_muladd(s2, m1, g->inc);
-            for (;;) {
-                out[k] = ss_output(s0); out[k + 1] = ss_output(s1);
-                out[k + 2] = ss_output(s2); out[k + 3] = ss_output(s3);
-                k += 4;
-                if (k + 4 > n) break;
-                s0 = ss_muladd(s0, m4, c4); s1 = ss_muladd(s1, m4, c4);
-                s2 = ss_muladd(s2, m4, c4); s3 = ss_muladd(s3, m4, c4);
-            }
-            g->s = s3;
-        }
-        for (; k < n; k++) out[k] = ss_next64(g);
-    }
-    static inline uint32_t ss_next32(ss_pcg *g) {
-        if (g->has32) { g->has32 = 0; return g->u32; }
-        uint64_t v = ss_next64(g);
-        g->has32 = 1;
-        g->u32 = (uint32_t)(v >> 32);
-        return (uint32_t)v;
-    }
-    static inline double ss_next_double(ss_pcg *g) {
-        return (double)(ss_next64(g) >> 11) * (1.0 / 9007199254740992.0);
-    }
-    /* NumPy's random_interval: smallest all-ones mask >= max, reject values above max. */
-    static inline uint64_t ss_interval(ss_pcg *g, uint64_t max) {
-        uint64_t mask = max, v;
-        if (max == 0) return 0;
-        mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4;
-        mask |= mask >> 8; mask |= mask >> 16; mask |= mask >> 32;
-        if (max <= 0xFFFFFFFFULL) {
-            while ((v = (ss_next32(g) & mask)) > max) {}
-        } else {
-            while ((v = (ss_next64(g) & mask)) > max) {}
-        }
-        return v;
-    }
+    #include "numpy/random/distributions.h"
     #if defined(__GNUC__) || defined(__clang__)
     static inline uint64_t ss_mask(uint64_t max) { return ~0ULL >> __builtin_clzll(max); }
     #else
@@ -134,55 +44,38 @@ cdef extern from *:
         return max;
     }
     #endif
-    /* Leave g as after `steps` 64-bit draws from state `before`. */
-    static inline void ss_rewind(ss_pcg *g, ss_u128 before, int64_t steps) {
-        g->s = before;
-        while (steps-- > 0) g->s = ss_muladd(g->s, ss_make(SS_MUL_HI, SS_MUL_LO), g->inc);
-    }
-    #define SS_BLOCK 64
-    /* Generator.shuffle of x[0..n): for i = n-1 .. 1, swap x[i], x[random_interval(i)]. The
-       draws come first, into j[1..n): while i < 2**32, random_interval takes 32-bit words and
-       rejects those above i after masking; the mask is fixed while i keeps its bit length, so the
-       loop carries only i (rejection is arithmetic, not a branch). The swaps follow, free of the
-       draws' dependency chain. j must hold n entries. */
+    #define SS_WORDS 256
+    /* Generator.shuffle of x[0..n): for i = n-1 .. 1, swap x[i], x[random_interval(i)]. While
+       i < 2**32, random_interval masks 32-bit words (next_uint32) and rejects those above i; the
+       mask is fixed while i keeps its bit length, so the loop carries only i (rejection is
+       arithmetic, not a branch). Every remaining i takes at least one word, so words are fetched
+       min(i, SS_WORDS) at a time in a tight loop without ever drawing one too many. All draws
+       come first, into j[1..n) (j must hold n entries), and the swaps follow, free of the draws'
+       dependency chain. */
     #define SS_DEFINE_FY(NAME, T) \
-    static inline void NAME(ss_pcg *g, T *x, uint32_t *j, int64_t n) { \
+    static inline void NAME(bitgen_t *bg, T *x, uint32_t *j, int64_t n) { \
         int64_t i = n - 1, k; \
         for (; i > (int64_t)0xFFFFFFFFLL; i--) { \
-            k = (int64_t)ss_interval(g, (uint64_t)i); \
+            k = (int64_t)random_interval(bg, (uint64_t)i); \
             T t = x[i]; x[i] = x[k]; x[k] = t; \
         } \
         if (i <= 0) return; \
         int64_t top = i, got = 0, used = 0; \
-        int half = 0; \
-        uint64_t buf[SS_BLOCK]; \
-        ss_u128 before = g->s; \
+        uint32_t words[SS_WORDS]; \
+        uint32_t (*next32)(void *) = bg->next_uint32; \
+        void *st = bg->state; \
         while (i > 0) { \
             uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1; \
             while (i > (int64_t)low) { \
-                uint32_t w; \
-                if (g->has32) { g->has32 = 0; w = g->u32; } \
-                else if (half) { half = 0; w = (uint32_t)(buf[used - 1] >> 32); } \
-                else { \
-                    if (used == got) { \
-                        before = g->s; \
-                        got = (i + 2) / 2 < SS_BLOCK ? (i + 2) / 2 : SS_BLOCK; \
-                        ss_fill(g, buf, got); \
-                        used = 0; \
-                    } \
-                    w = (uint32_t)buf[used++]; \
-                    half = 1; \
+                if (used == got) { \
+                    got = i < SS_WORDS ? i : SS_WORDS; \
+                    for (k = 0; k < got; k++) words[k] = next32(st); \
+                    used = 0; \
                 } \
-                uint64_t v = (uint64_t)w & mask; \
+                uint64_t v = (uint64_t)words[used++] & mask; \
                 j[i] = (uint32_t)v; \
                 i -= (int64_t)(v <= (uint64_t)i); \
             } \
-        } \
-        if (got) { \
-            /* Take back the block's unused draws; NumPy keeps the last draw's high half. */ \
-            if (used < got) ss_rewind(g, before, used); \
-            g->has32 = half; \
-            g->u32 = (uint32_t)(buf[used - 1] >> 32); \
         } \
         for (i = top; i > 0; i--) { \
             k = j[i]; \
@@ -190,7 +83,6 @@ cdef extern from *:
         } \
     }
     SS_DEFINE_FY(ss_fisher_yates_i64, int64_t)
-    SS_DEFINE_FY(ss_fisher_yates_i32, int32_t)
     /* Insertion sort by key of s[0..m) that is already ordered up to samples sharing a unit (a
        descent is ~1 sample in 5). The usual one-step move is a branch-free compare-exchange;
        only a sample moving two or more places takes the loop. Stable (strict > only). */
@@ -237,74 +129,45 @@ cdef extern from *:
         }
         ss_settle(scratch, m, out);
     }
-    static uint64_t ss_bg_next64(void *st) { return ss_next64((ss_pcg *)st); }
-    static uint32_t ss_bg_next32(void *st) { return ss_next32((ss_pcg *)st); }
-    static double ss_bg_next_double(void *st) { return ss_next_double((ss_pcg *)st); }
     """
-    ctypedef struct ss_pcg:
-        int has32
-        uint32_t u32
-    void ss_set(ss_pcg *g, uint64_t shi, uint64_t slo, uint64_t ihi, uint64_t ilo) nogil
-    uint64_t ss_state_hi(ss_pcg *g) nogil
-    uint64_t ss_state_lo(ss_pcg *g) nogil
-    uint64_t ss_next64(ss_pcg *g) nogil
-    uint32_t ss_next32(ss_pcg *g) nogil
-    double ss_next_double(ss_pcg *g) nogil
-    uint64_t ss_interval(ss_pcg *g, uint64_t max) nogil
-    void ss_fill(ss_pcg *g, uint64_t *out, int64_t n) nogil
     ctypedef struct ss_keyed:
         double key
         int64_t val
     void ss_fine_sort(const ss_keyed *src, int64_t m, int64_t base, int64_t width,
                       ss_keyed *scratch, int32_t *fine, int64_t *out) nogil
-    void ss_fisher_yates_i64(ss_pcg *g, int64_t *x, uint32_t *j, int64_t n) nogil
-    void ss_fisher_yates_i32(ss_pcg *g, int32_t *x, uint32_t *j, int64_t n) nogil
-    uint64_t ss_bg_next64(void *st) nogil
-    uint32_t ss_bg_next32(void *st) nogil
-    double ss_bg_next_double(void *st) nogil
+    void ss_fisher_yates_i64(bitgen_t *bg, int64_t *x, uint32_t *j, int64_t n) nogil
 
 
-cdef uint64_t _MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef bitgen_t *_bitgen(object bit) except NULL:
+    """The ``bitgen_t`` of a NumPy bit generator (the caller keeps ``bit`` alive)."""
+    try:
+        capsule = bit.capsule
+    except AttributeError:
+        raise TypeError(
+            f"shuffle kernels need a numpy.random.Generator, got bit generator {type(bit)}"
+        ) from None
+    return <bitgen_t *>PyCapsule_GetPointer(capsule, "BitGenerator")
 
 
-cdef struct _Rng:
-    ss_pcg pcg
-    bitgen_t bitgen  # NumPy-facing view of ``pcg`` for NumPy's own samplers
+cdef object _bit_generator(object rng):
+    try:
+        return rng.bit_generator
+    except AttributeError:
+        raise TypeError(f"shuffle kernels need a numpy.random.Generator, got {type(rng)}") from None
 
 
-cdef int _load(object rng, _Rng *r) except -1:
-    """Copy a PCG64 Generator's state into ``r`` (the caller writes it back with ``_store``)."""
-    bit = rng.bit_generator
-    if type(bit) is not np.random.PCG64:
-        raise TypeError(f"shuffle kernels need a numpy Generator over PCG64, got {type(bit)}")
-    st = bit.state
-    s = int(st["state"]["state"])
-    inc = int(st["state"]["inc"])
-    ss_set(&r.pcg, <uint64_t>(s >> 64), <uint64_t>(s & _MASK64), <uint64_t>(inc >> 64),
-           <uint64_t>(inc & _MASK64))
-    r.pcg.has32 = 1 if st["has_uint32"] else 0
-    r.pcg.u32 = <uint32_t>int(st["uinteger"])
-    r.bitgen.state = &r.pcg
-    r.bitgen.next_uint64 = ss_bg_next64
-    r.bitgen.next_uint32 = ss_bg_next32
-    r.bitgen.next_double = ss_bg_next_double
-    r.bitgen.next_raw = ss_bg_next64
-    return 0
+cdef object _copy_of(object bit):
+    """A second bit generator of the same kind, for re-drawing a stretch (see ``_sync``)."""
+    return type(bit)()
 
 
-cdef int _store(object rng, _Rng *r) except -1:
-    bit = rng.bit_generator
-    st = bit.state
-    st["state"]["state"] = (int(ss_state_hi(&r.pcg)) << 64) | int(ss_state_lo(&r.pcg))
-    st["has_uint32"] = int(r.pcg.has32)
-    st["uinteger"] = int(r.pcg.u32)
-    bit.state = st
+cdef int _sync(object copy, object bit) except -1:
+    # Through the public state, so the copy's next draws are exactly ``bit``'s next draws.
+    copy.state = bit.state
     return 0
 
 
 ctypedef ss_keyed _Keyed
-
-
 cdef enum:
     # py1e sorts in two counting passes: by ``floor(position) >> _COARSE``, then by the unit within
     # that; the coarse buckets written concurrently (the shift window / 2**_COARSE) stay in cache.
@@ -332,10 +195,10 @@ cdef Py_ssize_t _largest(const int64_t[:] sizes):
     return most
 
 
-cdef inline int64_t _integer(_Rng *r, int64_t low, int64_t high) noexcept nogil:
+cdef inline int64_t _integer(bitgen_t *bg, int64_t low, int64_t high) noexcept nogil:
     # Generator.integers(low, high) for a scalar int64: one bounded (Lemire) fill of size 1.
     cdef uint64_t out
-    random_bounded_uint64_fill(&r.bitgen, <uint64_t>low, <uint64_t>(high - 1 - low), 1, 0, &out)
+    random_bounded_uint64_fill(bg, <uint64_t>low, <uint64_t>(high - 1 - low), 1, 0, &out)
     return <int64_t>out
 
 
@@ -365,7 +228,7 @@ def shuffle_spans(rng, const int64_t[:] begins, const int64_t[:] sizes, int64_t[
     Draws exactly as ``for each span: a = np.arange(begin, begin+size); rng.shuffle(a)``.
 
     Args:
-        rng (numpy.random.Generator): PCG64 generator to draw from (its state advances).
+        rng (numpy.random.Generator): Generator to draw from (its state advances).
         begins (NDArray[np.int64]): First sample id of each span.
         sizes (NDArray[np.int64]): Number of samples of each span.
         out (NDArray[np.int64]): Destination, exactly ``sizes.sum()`` long.
@@ -373,22 +236,21 @@ def shuffle_spans(rng, const int64_t[:] begins, const int64_t[:] sizes, int64_t[
     if begins.shape[0] != sizes.shape[0]:
         raise ValueError("begins and sizes differ in length")
     _check_spans(sizes, out.shape[0])
-    cdef _Rng r
+    bit = _bit_generator(rng)
+    cdef bitgen_t *bg = _bitgen(bit)
     cdef Py_ssize_t k, i, n, pos = 0
     cdef int64_t b
     cdef uint32_t *j = _draw_space(_largest(sizes))
     try:
-        with rng.bit_generator.lock:
-            _load(rng, &r)
+        with bit.lock:
             with nogil:
                 for k in range(sizes.shape[0]):
                     n = sizes[k]
                     b = begins[k]
                     for i in range(n):
                         out[pos + i] = b + i
-                    ss_fisher_yates_i64(&r.pcg, &out[pos], j, n)
+                    ss_fisher_yates_i64(bg, &out[pos], j, n)
                     pos += n
-            _store(rng, &r)
     finally:
         free(j)
 
@@ -400,7 +262,7 @@ def gather_shuffle_pieces(rng, const int64_t[:] src, const int64_t[:] starts,
     Draws exactly as ``rng.shuffle(piece)`` for each piece in order.
 
     Args:
-        rng (numpy.random.Generator): PCG64 generator to draw from (its state advances).
+        rng (numpy.random.Generator): Generator to draw from (its state advances).
         src (NDArray[np.int64]): Source sample ids.
         starts (NDArray[np.int64]): Offset of each piece in ``src``.
         sizes (NDArray[np.int64]): Length of each piece.
@@ -413,20 +275,19 @@ def gather_shuffle_pieces(rng, const int64_t[:] src, const int64_t[:] starts,
     for k in range(sizes.shape[0]):
         if starts[k] < 0 or starts[k] + sizes[k] > src.shape[0]:
             raise ValueError(f"piece {k} ({starts[k]}+{sizes[k]}) is out of the source's range")
-    cdef _Rng r
+    bit = _bit_generator(rng)
+    cdef bitgen_t *bg = _bitgen(bit)
     cdef uint32_t *j = _draw_space(_largest(sizes))
     try:
-        with rng.bit_generator.lock:
-            _load(rng, &r)
+        with bit.lock:
             with nogil:
                 for k in range(sizes.shape[0]):
                     n = sizes[k]
                     s = starts[k]
                     for i in range(n):
                         out[pos + i] = src[s + i]
-                    ss_fisher_yates_i64(&r.pcg, &out[pos], j, n)
+                    ss_fisher_yates_i64(bg, &out[pos], j, n)
                     pos += n
-            _store(rng, &r)
     finally:
         free(j)
 
@@ -439,7 +300,7 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     ``rng.shuffle`` each staggered block in order.
 
     Args:
-        rng (numpy.random.Generator): PCG64 generator to draw from (its state advances).
+        rng (numpy.random.Generator): Generator to draw from (its state advances).
         ids (NDArray[np.int64]): Sample ids, shuffled in place.
         node_bounds (NDArray[np.int64]): ``num_nodes + 1`` ascending offsets into ``ids``.
         stagger (NDArray[np.int64]): Per-node stagger, each in ``[0, low)``.
@@ -457,7 +318,8 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
             raise ValueError("node_bounds must ascend within the ids")
         if not 0 <= stagger[node] < low:
             raise ValueError("stagger must lie in [0, low)")
-    cdef _Rng r
+    bit = _bit_generator(rng)
+    cdef bitgen_t *bg = _bitgen(bit)
     cdef int64_t start, stop, end, size, bstart, bstop, st
     # Blocks are at least ``low`` long except where clipped (at most two per node).
     cdef Py_ssize_t cap = 2, nblocks, b
@@ -469,8 +331,7 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     cdef uint32_t *j = NULL
     try:
         j = _draw_space(high)
-        with rng.bit_generator.lock:
-            _load(rng, &r)
+        with bit.lock:
             with nogil:
                 for node in range(num_nodes):
                     start = node_bounds[node]
@@ -479,7 +340,7 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
                     end = start
                     nblocks = 0
                     while end < stop and nblocks < cap:
-                        size = _integer(&r, low, high)
+                        size = _integer(bg, low, high)
                         bstart = end - st if end - st > start else start
                         bstop = end + size - st if end + size - st < stop else stop
                         blocks[2 * nblocks] = bstart
@@ -487,9 +348,8 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
                         nblocks += 1
                         end += bstop - bstart
                     for b in range(nblocks):
-                        ss_fisher_yates_i64(&r.pcg, &ids[blocks[2 * b]], j,
+                        ss_fisher_yates_i64(bg, &ids[blocks[2 * b]], j,
                                             blocks[2 * b + 1] - blocks[2 * b])
-            _store(rng, &r)
     finally:
         free(blocks)
         free(j)
@@ -535,15 +395,19 @@ cdef void _space_free(_SortSpace *sp) noexcept:
     sp.scratch = NULL
 
 
-cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t nspans,
+cdef int _spread_sort(bitgen_t *first, bitgen_t *again, int64_t *ids, const int64_t *sizes, Py_ssize_t nspans,
                       Py_ssize_t n, int64_t low, int64_t high, _SortSpace *sp) noexcept nogil:
     """py1e for one node (``n <= sp.cap`` samples): returns 1 if some span outgrew its block,
-    0 if not, -1 when out of memory."""
+    0 if not, -1 when out of memory.
+
+    ``first`` and ``again`` are two bit generators in the same state: the draws are made from
+    each (counting, then placing), so ``again`` ends where NumPy would, and ``first`` is spent.
+    """
     cdef _Keyed *coarse = sp.coarse
     cdef Py_ssize_t *heads = sp.heads
     cdef Py_ssize_t nb = ((n - 1) >> _COARSE) + 1
     cdef int32_t fine[_FINE + 1]
-    cdef uint64_t draws[_DRAWS]
+    cdef double draws[_DRAWS]
     cdef int warn = 0
     cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0
     cdef int64_t block
@@ -552,13 +416,13 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
         return 0
     for b in range(nb + 1):
         heads[b] = 0
-    # Two passes over the same draws: count samples per coarse bucket, then (from the saved
-    # generator state) place them, which costs less than storing and re-reading the positions.
-    cdef ss_pcg saved = r.pcg
+    # Two passes over the same draws: count samples per coarse bucket, then place them, drawing
+    # again from the second bit generator rather than storing and re-reading the positions.
+    cdef bitgen_t *bg = first
     cdef int pass_
     for pass_ in range(2):
         if pass_ == 1:
-            r.pcg = saved
+            bg = again
             for b in range(nb):
                 if heads[b + 1] > most:
                     most = heads[b + 1]
@@ -566,7 +430,7 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
         off = 0
         for k in range(nspans):
             span = sizes[k]
-            block = _integer(r, low, high)
+            block = _integer(bg, low, high)
             cutoff = (<double>block - <double>span) / 2.0
             if cutoff < 0:
                 cutoff = 0
@@ -579,21 +443,19 @@ cdef int _spread_sort(_Rng *r, int64_t *ids, const int64_t *sizes, Py_ssize_t ns
             if <double>(n - off - span) < upper:
                 upper = <double>(n - off - span)
             width = upper - lower
-            # Generator.uniform: lower + width * next_double, one 64-bit draw each.
+            # Generator.uniform: lower + width * next_double (random_uniform), one draw each.
             c = off
             while c < off + span:
                 m = off + span - c if off + span - c < _DRAWS else _DRAWS
-                ss_fill(&r.pcg, draws, m)
+                random_standard_uniform_fill(bg, m, draws)
                 if pass_ == 0:
                     for i in range(c, c + m):
-                        p = <double>i + (lower + width * (
-                            <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
+                        p = <double>i + (lower + width * draws[i - c])
                         heads[(_unit(p, n) >> _COARSE) + 1] += 1
                 else:
                     # Stable scatter into coarse buckets; heads[b] ends as bucket b's end.
                     for i in range(c, c + m):
-                        p = <double>i + (lower + width * (
-                            <double>(draws[i - c] >> 11) * (1.0 / 9007199254740992.0)))
+                        p = <double>i + (lower + width * draws[i - c])
                         b = _unit(p, n) >> _COARSE
                         j = heads[b]
                         coarse[j].key = p
@@ -627,7 +489,7 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
     counting passes (coarse bucket, then unit) and an insertion pass for samples sharing a unit.
 
     Args:
-        rng (numpy.random.Generator): PCG64 generator to draw from (its state advances).
+        rng (numpy.random.Generator): Generator to draw from (its state advances).
         ids (NDArray[np.int64]): The canonical node's sample ids, reordered in place.
         sizes (NDArray[np.int64]): Size of each span, summing to ``len(ids)``.
         low (int): Smallest block size (inclusive), non-negative.
@@ -642,16 +504,19 @@ def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, i
         raise ValueError(f"bad block size range [{low}, {high})")
     if n == 0:
         return False
+    bit = _bit_generator(rng)
+    cdef bitgen_t *bg = _bitgen(bit)
+    copy = _copy_of(bit)
+    cdef bitgen_t *copy_bg = _bitgen(copy)
     cdef _SortSpace sp
-    cdef _Rng r
     cdef int warn = 0
     _space_init(&sp, n)
     try:
-        with rng.bit_generator.lock:
-            _load(rng, &r)
+        with bit.lock:
+            _sync(copy, bit)
             with nogil:
-                warn = _spread_sort(&r, &ids[0], &sizes[0], sizes.shape[0], n, low, high, &sp)
-            _store(rng, &r)
+                warn = _spread_sort(copy_bg, bg, &ids[0], &sizes[0], sizes.shape[0], n, low, high,
+                                    &sp)
     finally:
         _space_free(&sp)
     if warn < 0:
@@ -674,7 +539,7 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     scratch, so memory stays at one node's worth.
 
     Args:
-        rng (numpy.random.Generator): PCG64 generator, after the span reorder (it advances).
+        rng (numpy.random.Generator): Generator, after the span reorder (it advances).
         algo (str): ``py1s`` or ``py1e``.
         begins (NDArray[np.int64]): First sample id of each span.
         sizes (NDArray[np.int64]): Size of each span.
@@ -727,7 +592,10 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     sp.coarse = NULL
     sp.heads = NULL
     sp.scratch = NULL
-    cdef _Rng r
+    bit = _bit_generator(rng)
+    cdef bitgen_t *bg = _bitgen(bit)
+    copy = _copy_of(bit) if spread else None
+    cdef bitgen_t *copy_bg = _bitgen(copy) if spread else NULL
     cdef int warn = 0, got
     cdef int64_t *dst
     cdef Py_ssize_t bad = -1
@@ -739,8 +607,7 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                 raise MemoryError()
         if spread:
             _space_init(&sp, largest)
-        with rng.bit_generator.lock:
-            _load(rng, &r)
+        with bit.lock:
             with nogil:
                 for c in range(num_nodes):
                     a = node_spans[c]
@@ -753,10 +620,12 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                     for k in range(a, z):
                         for c2 in range(sizes[k]):
                             dst[place + c2] = begins[k] + c2
-                        ss_fisher_yates_i64(&r.pcg, &dst[place], j, sizes[k])
+                        ss_fisher_yates_i64(bg, &dst[place], j, sizes[k])
                         place += sizes[k]
                     if spread:
-                        got = _spread_sort(&r, dst, &sizes[a], z - a, n, low, high, &sp)
+                        with gil:
+                            _sync(copy, bit)
+                        got = _spread_sort(copy_bg, bg, dst, &sizes[a], z - a, n, low, high, &sp)
                         if got < 0:
                             bad = -2
                             break
@@ -771,7 +640,6 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                         if bad >= 0:
                             break
                     node_start += n
-            _store(rng, &r)
     finally:
         free(buf)
         free(j)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -52,8 +54,17 @@ def _twin_py1e(rng, ids, sizes, low, high):
     return ids[np.argsort(pos, kind="stable")], warn
 
 
+def _same_value(a, b) -> bool:
+    # Bit generator states are dicts of ints, and (MT19937, Philox) arrays.
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
 def _same_state(a: np.random.Generator, b: np.random.Generator) -> bool:
-    return a.bit_generator.state == b.bit_generator.state
+    return _same_value(a.bit_generator.state, b.bit_generator.state)
 
 
 @settings(max_examples=60, deadline=None)
@@ -260,12 +271,73 @@ def test_shuffle_spans_after_buffered_draw(seed, sizes, pre, data):
     assert _same_state(ours, twin)
 
 
-def test_shuffle_kernels_need_pcg64():
-    rng = np.random.Generator(np.random.MT19937(0))
-    with pytest.raises(TypeError, match="PCG64"):
+_BIT_GENERATORS = [np.random.MT19937, np.random.SFC64, np.random.Philox, np.random.PCG64DXSM]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(_BIT_GENERATORS),
+    seed=seeds,
+    node_sizes=st.lists(
+        st.lists(st.integers(1, 300), min_size=1, max_size=4), min_size=1, max_size=3
+    ),
+    algo=st.sampled_from(["py1s", "py1e"]),
+    low=st.integers(0, 400),
+    pre=st.integers(0, 3),
+)
+def test_kernels_draw_from_any_bit_generator(kind, seed, node_sizes, algo, low, pre):
+    # The kernels only use the bitgen_t interface, so any NumPy bit generator gives NumPy's draws.
+    sizes = [s for node in node_sizes for s in node]
+    begins = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+    bounds = np.cumsum([0] + [len(node) for node in node_sizes]).astype(np.int64)
+    ours, twin = np.random.Generator(kind(seed)), np.random.Generator(kind(seed))
+    _predraw([ours, twin], pre)
+    out = np.empty(sum(sizes), np.int64)
+    warn = _shuffle.shuffle_nodes(
+        ours, algo, begins, np.array(sizes, np.int64), bounds, low, low + 50, out
+    )
+    expect, twin_warn, k = [], False, 0
+    for node in node_sizes:
+        ids = _twin_shuffle_spans(twin, begins[k : k + len(node)].tolist(), node)
+        if algo == "py1e":
+            ids, w = _twin_py1e(twin, ids, node, low, low + 50)
+            twin_warn |= w
+        expect.append(ids)
+        k += len(node)
+    assert np.array_equal(out, np.concatenate(expect))
+    assert warn == twin_warn
+    assert _same_state(ours, twin)
+    # And the generator carries on as NumPy's own would.
+    assert ours.integers(0, 2**63) == twin.integers(0, 2**63)
+    assert ours.random() == twin.random()
+
+
+def test_shuffle_kernels_need_a_generator():
+    with pytest.raises(TypeError, match="Generator"):
         _shuffle.shuffle_spans(
-            rng, np.array([0], np.int64), np.array([3], np.int64), np.empty(3, np.int64)
+            np.random.RandomState(0),
+            np.array([0], np.int64),
+            np.array([3], np.int64),
+            np.empty(3, np.int64),
         )
+
+
+@pytest.mark.parametrize("algo", ["py1s", "py1e"])
+def test_shuffle_nodes_holds_the_bit_generator_lock(algo):
+    # Like NumPy's own methods, a kernel draws only while holding the bit generator's lock.
+    rng = np.random.default_rng(5)
+    out = np.zeros(1000, np.int64)
+    args = (rng, algo, np.array([0], np.int64), np.array([1000], np.int64))
+    args += (np.array([0, 1], np.int64), 10, 2000, out)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (_shuffle.shuffle_nodes(*args), done.set()))
+    with rng.bit_generator.lock:
+        worker.start()
+        assert not done.wait(0.2)
+        assert not out.any()
+    worker.join(10)
+    assert done.is_set()
+    assert sorted(out.tolist()) == list(range(1000))
 
 
 def test_shuffle_nodes_rejects_bad_input():
