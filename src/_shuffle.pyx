@@ -52,37 +52,35 @@ cdef extern from *:
        min(i, SS_WORDS) at a time in a tight loop without ever drawing one too many. All draws
        come first, into j[1..n) (j must hold n entries), and the swaps follow, free of the draws'
        dependency chain. */
-    #define SS_DEFINE_FY(NAME, T) \
-    static inline void NAME(bitgen_t *bg, T *x, uint32_t *j, int64_t n) { \
-        int64_t i = n - 1, k; \
-        for (; i > (int64_t)0xFFFFFFFFLL; i--) { \
-            k = (int64_t)random_interval(bg, (uint64_t)i); \
-            T t = x[i]; x[i] = x[k]; x[k] = t; \
-        } \
-        if (i <= 0) return; \
-        int64_t top = i, got = 0, used = 0; \
-        uint32_t words[SS_WORDS]; \
-        uint32_t (*next32)(void *) = bg->next_uint32; \
-        void *st = bg->state; \
-        while (i > 0) { \
-            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1; \
-            while (i > (int64_t)low) { \
-                if (used == got) { \
-                    got = i < SS_WORDS ? i : SS_WORDS; \
-                    for (k = 0; k < got; k++) words[k] = next32(st); \
-                    used = 0; \
-                } \
-                uint64_t v = (uint64_t)words[used++] & mask; \
-                j[i] = (uint32_t)v; \
-                i -= (int64_t)(v <= (uint64_t)i); \
-            } \
-        } \
-        for (i = top; i > 0; i--) { \
-            k = j[i]; \
-            T t = x[i]; x[i] = x[k]; x[k] = t; \
-        } \
+    static inline void ss_fisher_yates_i64(bitgen_t *bg, int64_t *x, uint32_t *j, int64_t n) {
+        int64_t i = n - 1, k;
+        for (; i > (int64_t)0xFFFFFFFFLL; i--) {
+            k = (int64_t)random_interval(bg, (uint64_t)i);
+            int64_t t = x[i]; x[i] = x[k]; x[k] = t;
+        }
+        if (i <= 0) return;
+        int64_t top = i, got = 0, used = 0;
+        uint32_t words[SS_WORDS];
+        uint32_t (*next32)(void *) = bg->next_uint32;
+        void *st = bg->state;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            while (i > (int64_t)low) {
+                if (used == got) {
+                    got = i < SS_WORDS ? i : SS_WORDS;
+                    for (k = 0; k < got; k++) words[k] = next32(st);
+                    used = 0;
+                }
+                uint64_t v = (uint64_t)words[used++] & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        for (i = top; i > 0; i--) {
+            k = j[i];
+            int64_t t = x[i]; x[i] = x[k]; x[k] = t;
+        }
     }
-    SS_DEFINE_FY(ss_fisher_yates_i64, int64_t)
     /* Insertion sort by key of s[0..m) that is already ordered up to samples sharing a unit (a
        descent is ~1 sample in 5). The usual one-step move is a branch-free compare-exchange;
        only a sample moving two or more places takes the loop. Stable (strict > only). */
@@ -168,10 +166,12 @@ cdef int _sync(object copy, object bit) except -1:
 
 
 ctypedef ss_keyed _Keyed
+
+
 cdef enum:
     # py1e sorts in two counting passes: by ``floor(position) >> _COARSE``, then by the unit within
     # that; the coarse buckets written concurrently (the shift window / 2**_COARSE) stay in cache.
-    # _DRAWS: 64-bit draws made at a time for a span's shifts.
+    # _DRAWS: uniform doubles drawn at a time for a span's shifts.
     _COARSE = 10
     _FINE = 1 << _COARSE
     _DRAWS = 256

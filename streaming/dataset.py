@@ -25,6 +25,7 @@ from streaming.array import Array
 from streaming.constant import DEFAULT_TIMEOUT
 from streaming.plan import PlanSpec, default_num_canonical_nodes, default_shuffle_block_size
 from streaming.plan import resample_streams as plan_resample_streams
+from streaming.plan import worker_plan
 from streaming.plan_file import load_or_compute_plan
 from streaming.run_state import RunState
 from streaming.spanner import Spanner
@@ -508,8 +509,14 @@ class StreamingDataset(Array, IterableDataset):
                              "optimal performance.")
         physical = self._unique_rank_world
         shape = (physical.num_nodes, physical.ranks_per_node, world.workers_per_rank)
-        work = load_or_compute_plan(self._runtime_dir, self._plan_spec(), shape, epoch,
-                                    sample_in_epoch)
+        spec = self._plan_spec()
+        if spec.batching_method == "random":
+            # Each worker maps only its own ids through the shuffle: cheaper than reading every
+            # worker's plan, so nothing is shared (see docs/design-notes.md).
+            return worker_plan(spec, *shape, epoch, sample_in_epoch, world.node,
+                               world.rank_of_node, world.worker_of_rank)
+        # The other batching methods need the whole epoch's plan: compute it once per node.
+        work = load_or_compute_plan(self._runtime_dir, spec, shape, epoch, sample_in_epoch)
         return np.asarray(work[world.node, world.rank_of_node, world.worker_of_rank]).reshape(-1)
 
     # -- the shard cache --------------------------------------------------------------------------

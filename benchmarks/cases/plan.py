@@ -6,7 +6,8 @@ ranks x 2 workers, batch size 32, ``relaxed`` partition, shuffle on with ``algo`
 - reference: its own ``generate_work_random_batching`` (``resample_streams`` ->
   ``get_partitions`` -> ``get_shuffle`` -> map back), run on a namespace carrying the attributes
   ``StreamingDataset`` would have, then worker (0, 0, 0)'s rows.
-- project: ``streaming.plan.PlanSpec`` + ``epoch_work`` + ``worker_work`` (its planner).
+- project: ``streaming.plan.PlanSpec`` + ``worker_plan`` (its planner for one worker's view;
+  the same ids as ``worker_work(epoch_work(...), 0, 0, 0)``, checked by ``head_checksum``).
 Reports time, CPU time and the work's peak memory above the RSS before planning (VmHWM after a
 ``clear_refs`` reset). Params: ``samples``, ``nc``, ``algo``, optional ``shard_samples``.
 """
@@ -67,7 +68,7 @@ def _reference_planner(sizes: np.ndarray, nc: int, algo: str):
 
 
 def _project_planner(sizes: np.ndarray, nc: int, algo: str):
-    from streaming.plan import PlanSpec, epoch_work, worker_work
+    from streaming.plan import PlanSpec, worker_plan
 
     n = int(sizes.sum())
     spec = PlanSpec(
@@ -83,8 +84,7 @@ def _project_planner(sizes: np.ndarray, nc: int, algo: str):
     )
 
     def plan() -> np.ndarray:
-        work = epoch_work(spec, NODES, RANKS, WORKERS, EPOCH, 0)
-        return worker_work(work, 0, 0, 0)
+        return worker_plan(spec, NODES, RANKS, WORKERS, EPOCH, 0, 0, 0, 0)
 
     return plan
 
@@ -104,6 +104,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     elapsed = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
     work_mb = vm_hwm_mb() - before
+    ids = np.asarray(ids).ravel()
     checksum = int(ids[:1000].sum())  # the same for every faithful planner
     return {
         "seconds": elapsed,

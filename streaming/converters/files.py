@@ -158,17 +158,6 @@ def _encode_checked(path: str, batch: Any, names: list[str], encodings: list[str
         raise ValueError(f"{path}: rows {first}+: {err}") from None
 
 
-def _encoded_writer(**kwargs: Any) -> Any:
-    """An MDSWriter whose ``write`` takes rows already encoded by ``encode_batch``."""
-    from streaming.format.mds.writer import MDSWriter
-
-    class _EncodedMDSWriter(MDSWriter):
-        def _encode_parts(self, sample: Any) -> tuple[bytes, list[Any]]:
-            return b"", [sample]
-
-    return _EncodedMDSWriter(**kwargs)
-
-
 def convert_files(
     inputs: Sequence[str],
     out: str,
@@ -226,7 +215,9 @@ def convert_files(
     tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(out)}.", suffix=".partial")
     samples = 0
     try:
-        writer = _encoded_writer(
+        from streaming.format.mds.writer import MDSWriter
+
+        writer = MDSWriter(
             out=os.path.join(tmp, "data"),
             columns=columns,
             compression=compression,
@@ -248,7 +239,7 @@ def convert_files(
                         for batch in _prefetch(iter_batches(path, k))
                     )
                 for rows in chunks:
-                    write = writer.write
+                    write = writer.write_encoded
                     for row in rows:
                         write(row)
                     samples += len(rows)

@@ -3,9 +3,9 @@
 Each algorithm returns exactly the array of the reference implementation (MosaicML Streaming
 0.13.0) for the same arguments, bit for bit: the random draws are made from
 ``np.random.default_rng(seed)`` and ``np.random.default_rng(seed + epoch)`` in the same order, by
-compiled kernels (``streaming._kernels._shuffle``) that step the Generator's PCG64 state inline
-exactly as NumPy does (and call NumPy's own C samplers for the rare bounded-integer draws). This
-equality is guaranteed as long as NumPy keeps its ``Generator`` stream stable. py1e orders samples
+compiled kernels (``streaming._kernels._shuffle``) that draw from the Generator's own bit
+generator through NumPy's C API (its ``bitgen_t`` and NumPy's samplers on it). This equality is
+guaranteed as long as NumPy keeps its ``Generator`` stream stable. py1e orders samples
 by position with a stable sort, so positions that tie exactly (probability ~1e-9 per sample pair)
 keep their index order, where the reference's unstable ``argsort`` is platform-defined.
 

@@ -183,6 +183,8 @@ class NDArray(Encoding):
         self.shape = shape
         self._np_dtype = None if dtype is None else np.dtype(dtype)
         self.size = self._get_static_size(dtype, shape)
+        # (dtype, shape) -> (header bytes, values writable from the array's memory as they are).
+        self._heads: dict[tuple[Any, ...], tuple[bytes, bool]] = {}
 
     @classmethod
     def _get_static_size(cls, dtype: str | None, shape: tuple[int, ...] | None) -> int | None:
@@ -227,35 +229,66 @@ class NDArray(Encoding):
             return "uint32"
         return "uint64"
 
-    def encode(self, obj: npt.NDArray) -> bytes:
-        dtype = obj.dtype
-        if dtype is self._np_dtype and obj.shape == self.shape:
-            return obj.tobytes()  # the hot path: fully static column, native dtype
+    def _head(self, dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+        """Validate an array's dtype and shape; get the bytes written before its values."""
         code = self._value_dtype2int.get(dtype.name)
         if code is None:
             raise ValueError(f"Unsupported dtype: {dtype.name}.")
         if self.dtype is not None and dtype.name != self.dtype:
             raise ValueError(f"Wrong dtype: expected {self.dtype}, got {dtype.name}.")
-        if obj.size == 0:
+        if 0 in shape:
             raise ValueError("Attempting to encode a numpy array with 0 elements.")
-        if not dtype.isnative and dtype.itemsize > 1:
-            # Values are stored little-endian; a byte-swapped array would decode as garbage.
-            obj = obj.astype(dtype.newbyteorder("<"))
         parts = []
         if self.dtype is None:
             parts.append(bytes((code,)))
         if self.shape is None:
-            ndim = obj.ndim
+            ndim = len(shape)
             if ndim >= 64:
                 raise ValueError(f"Array has too many axes: maximum 63, got {ndim}.")
-            shape = np.array(obj.shape, np.int64)
-            shape_dtype = self._rightsize_shape_dtype(shape)
+            dims = np.array(shape, np.int64)
+            shape_dtype = self._rightsize_shape_dtype(dims)
             parts.append(bytes(((ndim << 2) | self._shape_dtype2int[shape_dtype],)))
-            parts.append(shape.astype(shape_dtype).tobytes())
-        elif obj.shape != self.shape:
-            raise ValueError(f"Wrong shape: expected {self.shape}, got {obj.shape}.")
-        parts.append(obj.tobytes())
+            parts.append(dims.astype(shape_dtype).tobytes())
+        elif shape != self.shape:
+            raise ValueError(f"Wrong shape: expected {self.shape}, got {shape}.")
         return b"".join(parts)
+
+    def encode(self, obj: npt.NDArray) -> bytes:
+        dtype = obj.dtype
+        if dtype is self._np_dtype and obj.shape == self.shape:
+            return obj.tobytes()  # the hot path: fully static column, native dtype
+        head = self._head(dtype, obj.shape)
+        if not dtype.isnative and dtype.itemsize > 1:
+            # Values are stored little-endian; a byte-swapped array would decode as garbage.
+            obj = obj.astype(dtype.newbyteorder("<"))
+        return head + obj.tobytes()
+
+    def encode_parts(self, obj: npt.NDArray) -> tuple[Any, ...]:
+        """Encode an array as buffers whose concatenation is ``encode(obj)``, without copying.
+
+        The header of each (dtype, shape) seen is validated and built once; a C-contiguous
+        native-order array is returned as a byte view of its own memory.
+
+        Args:
+            obj (npt.NDArray): The array.
+
+        Returns:
+            Tuple[Any, ...]: ``(header bytes, byte view)``, or ``(encode(obj),)``.
+        """
+        if type(obj) is np.ndarray:
+            key = (obj.dtype, obj.shape)
+            known = self._heads.get(key)
+            if known is None:
+                dtype = obj.dtype
+                known = (self._head(dtype, obj.shape), dtype.isnative or dtype.itemsize == 1)
+                if len(self._heads) < 1024:  # bounds the cache for ragged arrays
+                    self._heads[key] = known
+            if known[1]:
+                try:
+                    return known[0], memoryview(obj).cast("B")
+                except TypeError:  # not C-contiguous
+                    pass
+        return (self.encode(obj),)
 
     def decode(self, data: bytes) -> npt.NDArray:
         if self.size is not None:  # fully static column

@@ -19,11 +19,18 @@ import numpy as np
 from streaming._kernels import _mds
 from streaming.format.base.reader import FileInfo, JointReader
 from streaming.format.index import validate_shard
-from streaming.format.mds.encodings import Bytes, Str, get_coder, is_mds_encoding_safe
+from streaming.format.mds.encodings import (
+    Bytes,
+    Int,
+    NDArray,
+    Str,
+    get_coder,
+    is_mds_encoding_safe,
+)
 
 __all__ = ["MDSReader"]
 
-_KIND_BYTES, _KIND_STR, _KIND_CALL = 0, 1, 2
+_KIND_BYTES, _KIND_STR, _KIND_CALL, _KIND_INT64, _KIND_NDARRAY = 0, 1, 2, 3, 4
 
 # Each mapped shard is one kernel memory map; Linux allows ~65k per process. Keep at most this
 # many shards mapped per process, unmapping the least recently opened (it re-maps on next use).
@@ -89,15 +96,18 @@ class MDSReader(JointReader):
         where = os.path.join(dirname, self.split, raw_data.basename)
         if not (len(column_encodings) == len(column_names) == len(column_sizes)):
             raise ValueError(f"{where}: column names, encodings and sizes differ in length")
-        kinds, decoders, fixed = [], [], []
+        kinds, decoders, fixed, arrays = [], [], [], []
         for name, encoding, size in zip(column_names, column_encodings, column_sizes):
             coder = get_coder(encoding)
             if coder is None:
                 raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r}")
             if size is not None and (not isinstance(size, int) or size < 0):
                 raise ValueError(f"{where}: column {name!r} has invalid size {size!r}")
-            # Exact types: a user subclass of Bytes/Str may decode differently.
-            kind = {Bytes: _KIND_BYTES, Str: _KIND_STR}.get(type(coder), _KIND_CALL)
+            # Exact types: a user subclass may decode differently (the kernel cuts these itself;
+            # it hands anything unusual back to ``coder.decode``).
+            kind = {Bytes: _KIND_BYTES, Str: _KIND_STR, Int: _KIND_INT64,
+                    NDArray: _KIND_NDARRAY}.get(type(coder), _KIND_CALL)
+            arrays.append((coder._np_dtype, coder.shape) if kind == _KIND_NDARRAY else None)
             kinds.append(kind)
             decoders.append(coder.decode)
             fixed.append(-1 if size is None else size)
@@ -105,6 +115,7 @@ class MDSReader(JointReader):
         self._kinds = np.array(kinds, np.int64)
         self._decoders = tuple(decoders)
         self._fixed = np.array(fixed, np.int64)
+        self._arrays = tuple(arrays)
         self._filename = ""
         self._mmap: mmap.mmap | None = None
         self._buf: Any = None
@@ -233,6 +244,7 @@ class MDSReader(JointReader):
             self._decoders,
             self._fixed,
             self._filename or self.raw_data.basename,
+            self._arrays,
         )
 
     def get_sample_data(self, idx: int) -> bytes:
@@ -274,6 +286,7 @@ class MDSReader(JointReader):
             self._decoders,
             self._fixed,
             self._filename,
+            self._arrays,
         )
 
     def get_items(self, idxs: Any) -> list[dict[str, Any]]:
@@ -295,4 +308,5 @@ class MDSReader(JointReader):
             self._decoders,
             self._fixed,
             self._filename,
+            self._arrays,
         )

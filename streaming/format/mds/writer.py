@@ -23,12 +23,19 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from streaming.format.base.writer import Chunks, JointWriter
-from streaming.format.mds.encodings import get_coder, get_mds_encodings
+from streaming.format.mds.encodings import NDArray, get_coder, get_mds_encodings
 
 __all__ = ["MDSWriter"]
 
 # Values at least this big (and immutable) are written from the caller's object, not copied.
 _BY_REFERENCE = 1 << 12
+
+
+def _parts_encoder(coder: Any) -> Callable[[Any], tuple[Any, ...]] | None:
+    """Get the coder's zero-copy encoder, unless a subclass changed how it encodes."""
+    if isinstance(coder, NDArray) and type(coder).encode is NDArray.encode:
+        return coder.encode_parts
+    return None
 
 
 def _new_buffer(size: int) -> Any:
@@ -97,8 +104,9 @@ class MDSWriter(JointWriter):
         self.column_names = names
         self.column_encodings = [columns[name] for name in names]
         self.column_sizes = [coder.size for coder in coders]
-        self._plan: list[tuple[str, Callable[[Any], bytes], int | None, str]] = [
-            (name, coder.encode, coder.size, encoding)
+        # Per column: name, encoder, zero-copy encoder (arrays; None elsewhere), size, encoding.
+        self._plan: list[tuple[str, Callable[[Any], bytes], Any, int | None, str]] = [
+            (name, coder.encode, _parts_encoder(coder), coder.size, encoding)
             for name, coder, encoding in zip(names, coders, self.column_encodings)
         ]
         num_var = sum(size is None for size in self.column_sizes)
@@ -169,7 +177,7 @@ class MDSWriter(JointWriter):
         for row in value:
             self._append_row(b"", [row], len(row))
 
-    def _append_row(self, head: bytes, parts: list[Any], row_size: int) -> None:
+    def _append_row(self, head: bytes, parts: Any, row_size: int) -> None:
         pos = self._pos
         if pos + row_size > len(self._rows):
             self._grow(pos + row_size)
@@ -190,22 +198,37 @@ class MDSWriter(JointWriter):
         self._pos = stop
         self._row_ends.append(self._row_ends[-1] + row_size)
 
-    def _encode_parts(self, sample: dict[str, Any]) -> tuple[bytes, list[Any]]:
+    def _encode_parts(self, sample: dict[str, Any]) -> tuple[bytes, list[Any], int]:
+        """Encode a sample as (sizes header, buffers of its column values, total bytes)."""
         sizes = []
-        parts = []
-        for name, encode, size, encoding in self._plan:
+        parts: list[Any] = []
+        total = 0
+        for name, encode, encode_parts, size, encoding in self._plan:
             value = sample[name]
             # As the reference: a bytes value is taken as already encoded, whatever the column.
-            datum = value if isinstance(value, bytes) else encode(value)
+            if isinstance(value, bytes):
+                nbytes = len(value)
+                parts.append(value)
+            elif encode_parts is not None:
+                pieces = encode_parts(value)
+                nbytes = 0
+                for piece in pieces:
+                    nbytes += len(piece)
+                parts += pieces
+            else:
+                datum = encode(value)
+                nbytes = len(datum)
+                parts.append(datum)
             if size is None:
-                sizes.append(len(datum))
-            elif size != len(datum):
+                sizes.append(nbytes)
+            elif size != nbytes:
                 raise KeyError(
                     f"Unexpected data size; was this data typed with the correct encoding "
                     f"({encoding})?"
                 )
-            parts.append(datum)
-        return self._sizes_head.pack(*sizes), parts
+            total += nbytes
+        head = self._sizes_head.pack(*sizes)
+        return head, parts, total + len(head)
 
     def encode_sample(self, sample: dict[str, Any]) -> bytes:
         """Encode a sample dict to bytes.
@@ -216,7 +239,7 @@ class MDSWriter(JointWriter):
         Returns:
             bytes: Sample encoded as bytes.
         """
-        head, parts = self._encode_parts(sample)
+        head, parts, _ = self._encode_parts(sample)
         return b"".join([head, *parts])
 
     def write(self, sample: dict[str, Any]) -> None:
@@ -233,15 +256,36 @@ class MDSWriter(JointWriter):
         """
         if self._failure is not None:
             self._raise_if_failed()
-        head, parts = self._encode_parts(sample)
-        row_size = len(head)
-        for part in parts:
-            row_size += len(part)
+        head, parts, row_size = self._encode_parts(sample)
         sample_size = row_size + 4
         if self.size_limit and self.size_limit < self.new_shard_size + sample_size:
             self.flush_shard()
             self._reset_cache()
         self._append_row(head, parts, row_size)
+        self.new_shard_size += sample_size
+
+    def write_encoded(self, row: bytes) -> None:
+        """Write a sample that is already encoded as an MDS row.
+
+        ``row`` must be exactly what :meth:`encode_sample` returns for the sample: the uint32
+        sizes of the variable-size columns, then every column's encoded value, columns sorted by
+        name. It is not checked; shard rollover happens at the same sample as with
+        :meth:`write`.
+
+        Args:
+            row (bytes): The encoded sample.
+
+        Raises:
+            RuntimeError: A background write or upload failed earlier.
+        """
+        if self._failure is not None:
+            self._raise_if_failed()
+        row_size = len(row)
+        sample_size = row_size + 4
+        if self.size_limit and self.size_limit < self.new_shard_size + sample_size:
+            self.flush_shard()
+            self._reset_cache()
+        self._append_row(b"", (row,), row_size)
         self.new_shard_size += sample_size
 
     def get_config(self) -> dict[str, Any]:
