@@ -30,7 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         int: The process exit code.
     """
-    parser = argparse.ArgumentParser(prog="streaming", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="streaming",
+        description="shardstream: write, convert, merge, verify and explore streaming datasets.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in _COMMANDS.items():
         p = sub.add_parser(name, help=help_text)

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = args.dir or tmp
-        data, cache = os.path.join(root, "data"), os.path.join(root, "cache")
+        data = os.path.join(root, "data")
         columns = {"id": "int", "text": "str", "tokens": "ndarray:int32:16"}
         rng = np.random.default_rng(0)
         tokens = rng.integers(0, 50_000, (args.samples, 16), dtype=np.int32)
@@ -39,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
         t2 = time.perf_counter()
         if seen != args.samples:
             raise ValueError(f"{data}: streamed {seen} samples, wrote {args.samples}")
-        del cache
         print(f"wrote {args.samples} samples in {t1 - t0:.2f}s, "
               f"streamed them back shuffled in {t2 - t1:.2f}s: all samples match")
     return 0
