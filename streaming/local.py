@@ -58,6 +58,16 @@ class LocalDataset(Array, Dataset):
         """
         return self.num_samples
 
+    def __getitem__(self, at: Any) -> Any:
+        """Get item(s) by index, slice, int list, or numpy array (see :class:`Array`).
+
+        A plain int (the common case, e.g. from a DataLoader sampler) skips the generic dispatch.
+        """
+        if type(at) is int and 0 <= at < self.num_samples:
+            shard_id, index_in_shard = self.spanner[at]
+            return self.shards[shard_id].get_item(index_in_shard)
+        return super().__getitem__(at)
+
     def get_item(self, sample_id: int) -> dict[str, Any]:
         """Get sample by global sample ID.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -25,6 +27,10 @@ class Spanner:
         # Shards with zero samples never own an index: search only the non-empty ones.
         self._nonempty = np.flatnonzero(self.shard_sizes).astype(np.int64)
         self._starts = self.shard_bounds[self._nonempty]
+        # Plain lists for one index at a time: bisect on a list is ~10x faster than a NumPy call.
+        self._starts_list = self._starts.tolist()
+        self._nonempty_list = self._nonempty.tolist()
+        self._bounds_list = self.shard_bounds.tolist()
 
     def __getitem__(self, index: int) -> tuple[int, int]:
         """Map global sample index to shard and relative sample index.
@@ -40,9 +46,8 @@ class Spanner:
         """
         if not 0 <= index < self.num_samples:
             raise IndexError(f"Invalid sample index `{index}`: 0 <= {index} < {self.num_samples}")
-        pos = int(np.searchsorted(self._starts, index, "right")) - 1
-        shard = int(self._nonempty[pos])
-        return shard, int(index - self.shard_bounds[shard])
+        shard = self._nonempty_list[bisect_right(self._starts_list, index) - 1]
+        return shard, int(index) - self._bounds_list[shard]
 
     def locate(self, indices: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Map many global sample indices at once (no bounds check: callers pass valid ids).

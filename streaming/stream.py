@@ -14,6 +14,7 @@ from filelock import FileLock
 from numpy.typing import NDArray
 
 from streaming.constant import DEFAULT_TIMEOUT
+from streaming.format import get_index_basename, reader_from_json
 from streaming.world import World
 
 __all__ = ["DEFAULT_TIMEOUT", "Stream", "streams_registry"]
@@ -361,7 +362,6 @@ class Stream:
             RuntimeError: No remote and no local index.
             ValueError: The index is corrupt or of an unsupported version.
         """
-        from streaming.format import get_index_basename, reader_from_json
 
         basename = get_index_basename()
         filename = os.path.join(self.local, self.split, basename)
@@ -410,7 +410,6 @@ class Stream:
         Returns:
             int: Size in bytes.
         """
-        from streaming.format import get_index_basename
 
         return os.stat(os.path.join(self.local, self.split, get_index_basename())).st_size
 

@@ -344,6 +344,15 @@ class _Job:
             got = 0
             body = resp["Body"]
             try:
+                readinto = getattr(body, "readinto", None)
+                if readinto is not None:  # into one buffer: no new bytes object per block
+                    view = memoryview(bytearray(max(1, min(S3_READ_BLOCK, expected))))
+                    while got < expected:
+                        n = readinto(view[:expected - got])
+                        if not n:
+                            break
+                        os.pwrite(fd, view[:n], start + got)
+                        got += n
                 while got < expected:
                     block = body.read(min(S3_READ_BLOCK, expected - got))
                     if not block:

@@ -130,6 +130,8 @@ def _bucket_path(url: urllib.parse.SplitResult) -> str:
 
 def _s3_credentials_missing() -> bool:
     """Whether botocore finds no credentials (then public buckets are read unsigned)."""
+    if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        return False  # the first link of botocore's chain: no need to import it to know
     import botocore.session
 
     try:

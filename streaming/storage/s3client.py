@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from typing import Any
 
@@ -35,7 +36,11 @@ _DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch",
 
 
 def s3_client(options: dict[str, Any], timeout: float) -> Any:
-    """The shared botocore S3 client for s3fs-style ``options`` and a per-request ``timeout``.
+    """The shared S3 client for s3fs-style ``options`` and a per-request ``timeout``.
+
+    A lightweight :class:`~streaming.storage.s3http.S3HTTPClient` when the options name an
+    endpoint and static (or no) credentials, which saves a cold process botocore's import and
+    client construction; otherwise a botocore client.
 
     Args:
         options (Dict[str, Any]): Options as built for s3fs (``client_kwargs``,
@@ -43,7 +48,8 @@ def s3_client(options: dict[str, Any], timeout: float) -> Any:
         timeout (float): Seconds a connection attempt or a single socket read may take.
 
     Returns:
-        botocore.client.S3: A thread-safe client (cached per process, options and timeout).
+        Any: A thread-safe client with botocore's ``get_object``/``list_objects_v2`` (cached
+        per process, options and timeout).
     """
     key = (os.getpid(), json.dumps(options, sort_keys=True, default=repr), float(timeout))
     client = _clients.get(key)
@@ -52,12 +58,12 @@ def s3_client(options: dict[str, Any], timeout: float) -> Any:
     with _clients_lock:  # botocore sessions are not thread-safe; their clients are
         client = _clients.get(key)
         if client is None:
+            client = _light_client(options, timeout)
+        if client is None:
             import botocore.config
             import botocore.session
             from botocore import UNSIGNED
 
-            for stale in [k for k in _clients if k[0] != key[0]]:
-                del _clients[stale]  # inherited across fork: their sockets are not ours
             config = dict(options.get("config_kwargs", {}))
             config["read_timeout"] = timeout
             config["connect_timeout"] = min(float(config.get("connect_timeout", timeout)),
@@ -71,8 +77,53 @@ def s3_client(options: dict[str, Any], timeout: float) -> Any:
             session = botocore.session.Session()
             client = session.create_client("s3", config=botocore.config.Config(**config),
                                            **kwargs)
-            _clients[key] = client
+        for stale in [k for k in _clients if k[0] != key[0]]:
+            del _clients[stale]  # inherited across fork: their sockets are not ours
+        _clients[key] = client
     return client
+
+
+# config_kwargs that change nothing about how a plain GET is addressed or signed.
+_PLAIN_CONFIG = {"connect_timeout", "read_timeout", "retries", "max_pool_connections"}
+
+
+def _light_client(options: dict[str, Any], timeout: float) -> Any:
+    """An :class:`~streaming.storage.s3http.S3HTTPClient` when it would send exactly what
+    botocore sends (explicit endpoint, static or no credentials, known region), else ``None``.
+
+    botocore's credential chain looks at the environment first, so static keys there are what
+    it would use too; the region comes from the client options or ``AWS_DEFAULT_REGION``, and
+    without either only when no AWS config file could name one (botocore then signs for
+    ``us-east-1``).
+    """
+    kwargs = options.get("client_kwargs", {})
+    endpoint = kwargs.get("endpoint_url")
+    if not endpoint or set(kwargs) - {"endpoint_url", "region_name"} or \
+            set(options.get("config_kwargs", {})) - _PLAIN_CONFIG or \
+            not endpoint.startswith(("http://", "https://")):
+        return None
+    if options.get("anon"):
+        credentials = None
+    elif options.get("key") is not None and options.get("secret") is not None:
+        credentials = (options["key"], options["secret"], options.get("token"))
+    elif os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        credentials = (os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"],
+                       os.environ.get("AWS_SESSION_TOKEN") or
+                       os.environ.get("AWS_SECURITY_TOKEN") or None)
+    else:
+        return None
+    region = kwargs.get("region_name") or os.environ.get("AWS_DEFAULT_REGION")
+    if not region:
+        config = os.environ.get("AWS_CONFIG_FILE") or os.path.expanduser("~/.aws/config")
+        if os.path.exists(config):
+            return None
+        region = "us-east-1"
+    from streaming.storage.s3http import S3HTTPClient
+
+    try:
+        return S3HTTPClient(endpoint, region, credentials, timeout)
+    except ValueError:
+        return None
 
 
 def clear_s3_clients() -> None:
@@ -105,10 +156,13 @@ def translate_s3_error(error: BaseException, url: str) -> BaseException | None:
         (denied), ``TimeoutError`` (connect or read timeout), or ``None``: the error is kept
         (and, not being permanent, retried).
     """
-    from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
-
-    if isinstance(error, (ReadTimeoutError, ConnectTimeoutError)):
+    if isinstance(error, TimeoutError):
         return TimeoutError(f"{url}: {error}")
+    if "botocore.exceptions" in sys.modules:  # not imported: the error is not botocore's
+        from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+        if isinstance(error, (ReadTimeoutError, ConnectTimeoutError)):
+            return TimeoutError(f"{url}: {error}")
     code = error_code(error)
     if code in _MISSING:
         return FileNotFoundError(f"{url}: remote file not found ({code})")

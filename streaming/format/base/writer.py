@@ -15,6 +15,7 @@ Subclasses: :class:`JointWriter` (one data file per shard, e.g. MDS) implements
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -274,9 +275,17 @@ class Writer:
         return {"basename": basename, "bytes": size, "hashes": hashes}
 
     def _process_chunks(
-        self, chunks: Chunks, raw_basename: str, zip_basename: str | None
+        self,
+        chunks: Chunks,
+        raw_basename: str,
+        zip_basename: str | None,
+        stack: contextlib.ExitStack | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Hash, maybe compress, hash, and atomically write one shard file."""
+        """Hash, maybe compress, hash, and atomically write one shard file.
+
+        With ``stack``, the file's temp name is entered on it, so that it is fsynced and renamed
+        when the stack closes (after the caller has released the buffers behind ``chunks``).
+        """
         from streaming.storage.atomic import atomic_file
 
         raw_info = self._hash_chunks(chunks, raw_basename)
@@ -287,7 +296,8 @@ class Writer:
             chunks = [compress(self.compression, data)]
             zip_info = self._hash_chunks(chunks, zip_basename)
             basename = zip_basename
-        with atomic_file(os.path.join(self.local, basename)) as (fd, _):
+        with contextlib.ExitStack() as own:
+            fd, _ = (stack or own).enter_context(atomic_file(os.path.join(self.local, basename)))
             _write_all(fd, list(chunks))
         return raw_info, zip_info
 
@@ -318,8 +328,9 @@ class Writer:
             obj (Dict[str, Any]): The shard's index entry (without file infos yet).
             files (list): ``(raw_key, chunks, raw_basename, zip_basename)`` per file; the infos
                 land in ``obj[raw_key]`` and ``obj['zip' + raw_key[3:]]``.
-            on_done (Callable, optional): Called once the files are written (or failed), e.g. to
-                recycle the buffers behind ``chunks``.
+            on_done (Callable, optional): Called once the buffers behind ``chunks`` are no longer
+                needed (the files are written, maybe not yet fsynced; or writing failed), e.g. to
+                recycle them.
         """
         self.shards.append(obj)
         if self._file_executor is None:
@@ -337,10 +348,19 @@ class Writer:
     ) -> None:
         names = [zip_basename or raw_basename for _, _, raw_basename, zip_basename in files]
         try:
-            for raw_key, chunks, raw_basename, zip_basename in files:
-                raw_info, zip_info = self._process_chunks(chunks, raw_basename, zip_basename)
-                obj[raw_key] = raw_info
-                obj["zip" + raw_key[3:]] = zip_info
+            # Every file is written, then the buffers are released (so the next shard can reuse
+            # them while these are fsynced), then each file is fsynced and renamed into place.
+            with contextlib.ExitStack() as stack:
+                for raw_key, chunks, raw_basename, zip_basename in files:
+                    raw_info, zip_info = self._process_chunks(
+                        chunks, raw_basename, zip_basename, stack
+                    )
+                    obj[raw_key] = raw_info
+                    obj["zip" + raw_key[3:]] = zip_info
+                files.clear()
+                if on_done is not None:
+                    on_done, done = None, on_done
+                    done()
         finally:
             files.clear()  # drop our references to the buffers before recycling them
             if on_done is not None:

@@ -38,6 +38,10 @@ def _parts_encoder(coder: Any) -> Callable[[Any], tuple[Any, ...]] | None:
     return None
 
 
+# Size of the pooled buffers rows are copied into (NumPy backs buffers this big with huge pages).
+_BLOCK = 1 << 22
+
+
 def _new_buffer(size: int) -> Any:
     """Get an uninitialized byte buffer (NumPy skips the zero-fill that bytearray does)."""
     return np.empty(size, np.uint8)
@@ -125,30 +129,42 @@ class MDSWriter(JointWriter):
         self.extra_bytes_per_shard = 4 + 4 + len(self.config_data)
         self.new_shard_size = self.extra_bytes_per_shard
 
-    # The shard being built. Small values are copied into a reusable buffer (`_rows`, first
-    # `_pos` bytes used); large immutable `bytes` values are kept by reference, so the shard is a
-    # list of chunks (`_chunks` + the open buffer segment from `_seg`). Buffers come back to
-    # `_free` once their shard is on disk, so steady-state writing touches no fresh memory (page
-    # faults cost more than copies). `_row_ends` holds each row's end in the logical shard body.
+    # The shard being built. Small values are copied into pooled fixed-size blocks (`_rows`, of
+    # which `_pos` bytes are used; `_blocks` lists the shard's blocks); large immutable `bytes`
+    # values are kept by reference, so the shard is a list of chunks (`_chunks` + the open block
+    # segment from `_seg`). Blocks come back to `_free` once their shard is on disk, so
+    # steady-state writing touches no fresh memory (page faults cost more than copies), and a
+    # full block is closed, never copied into a bigger one. `_row_ends` holds each row's end in
+    # the logical shard body.
     def _reset_cache(self) -> None:
         if not hasattr(self, "_free"):
             self._free: list[Any] = []
-        # Start small and grow by doubling: a small dataset never pays for a 64 MB buffer.
-        self._rows = self._free.pop() if self._free else _new_buffer(1 << 16)
-        self._view = memoryview(self._rows)
+        self._clear_rows()
+        self.new_shard_size = self.extra_bytes_per_shard
+
+    def _clear_rows(self) -> None:
+        self._blocks: list[Any] = []
+        self._rows: Any = None
+        self._view = memoryview(b"")
+        self._cap = 0
         self._pos = 0
         self._seg = 0
         self._chunks: list[Any] = []
         self._row_ends: list[int] = [0]
-        self.new_shard_size = self.extra_bytes_per_shard
 
-    def _grow(self, need: int) -> None:
-        # Closed chunks keep referencing the old buffer; only the open segment moves.
-        rows = _new_buffer(max(need, 2 * len(self._rows)))
-        view = memoryview(rows)
-        view[self._seg : self._pos] = self._view[self._seg : self._pos]
+    def _next_block(self, need: int) -> None:
+        """Close the open segment; continue in a fresh buffer of at least ``need`` bytes."""
+        if self._pos > self._seg:
+            self._chunks.append(self._view[self._seg : self._pos])
+        if need <= _BLOCK:
+            rows = self._free.pop() if self._free else _new_buffer(_BLOCK)
+            self._blocks.append(rows)
+        else:  # an outsize row gets a buffer of its own, not pooled
+            rows = _new_buffer(need)
         self._rows = rows
-        self._view = view
+        self._view = memoryview(rows)
+        self._cap = len(rows)
+        self._pos = self._seg = 0
 
     def _body_chunks(self) -> list[Any]:
         if self._pos > self._seg:
@@ -171,16 +187,15 @@ class MDSWriter(JointWriter):
 
     @new_samples.setter
     def new_samples(self, value: list[bytes]) -> None:
-        self._pos = self._seg = 0
-        self._chunks = []
-        self._row_ends = [0]
+        self._clear_rows()
         for row in value:
             self._append_row(b"", [row], len(row))
 
     def _append_row(self, head: bytes, parts: Any, row_size: int) -> None:
         pos = self._pos
-        if pos + row_size > len(self._rows):
-            self._grow(pos + row_size)
+        if pos + row_size > self._cap:
+            self._next_block(row_size)
+            pos = 0
         view = self._view
         stop = pos + len(head)
         view[pos:stop] = head
@@ -319,10 +334,10 @@ class MDSWriter(JointWriter):
 
     def flush_shard(self) -> None:
         """Flush cached samples to storage, creating a new shard."""
-        rows, free = self._rows, self._free
+        blocks, free = self._blocks, self._free
 
         def recycle() -> None:
-            free.append(rows)
+            free.extend(blocks)
 
         raw_basename, zip_basename = self._name_next_shard()
         chunks = self._joint_shard_chunks()
