@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 # Plan positions handled at a time while iterating (at most the default ``predownload``, so
 # the prefetch check at a block's start covers the whole block).
 DECODE_BLOCK = 256
+# Plan positions mapped to (shard, row) at a time, as iteration reaches them.
+LOCATE_CHUNK = 1 << 16
 # Shard readers (memory maps) kept open per process while iterating.
 MAX_OPEN_SHARDS = 16
 # Threads per process preparing upcoming shards.
@@ -721,20 +723,16 @@ class StreamingDataset(Array, IterableDataset):
             total = min(total, max(0, int(self.cache_limit) - self._cache.base_usage) // 4)
         return total // processes
 
-    @staticmethod
-    def _first_visits(shard_of: NDArray[np.int64],
-                      num_shards: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    def _first_visits(self,
+                      sample_ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Each shard the plan visits, in order of first visit, and that first position.
 
-        The prefetcher submits a shard once, at its first visit, so this is all it needs; a
-        shuffled plan switches shard at nearly every sample, and walking those runs one by one
-        in Python cost seconds before the first sample at 1e7 samples.
+        The prefetcher submits a shard once, at its first visit, so this is all it needs (a
+        shuffled plan switches shard at nearly every sample: walking those runs one by one in
+        Python cost seconds before the first sample at 1e7 samples). One compiled pass; the
+        plan itself is located a chunk at a time as iteration reaches it.
         """
-        first = np.full(num_shards, len(shard_of), np.int64)
-        np.minimum.at(first, shard_of, np.arange(len(shard_of), dtype=np.int64))
-        visited = np.flatnonzero(first < len(shard_of))
-        order = np.argsort(first[visited], kind="stable")
-        return visited[order].astype(np.int64), first[visited[order]]
+        return self.spanner.first_visits(sample_ids)
 
     def _iter_samples(self, sample_ids: NDArray[np.int64]) -> Iterator[dict[str, Any]]:
         """The fast path: decode the plan a block at a time, each shard's rows in one call.
@@ -742,25 +740,25 @@ class StreamingDataset(Array, IterableDataset):
         Per block (not per sample): one prefetch check, one readiness check and ledger touch
         per shard in it, one batched decode per shard; samples are put back in plan order.
         """
-        shard_of, row_of = self.spanner.locate(sample_ids)
-        ahead = self._prefetcher(*self._first_visits(shard_of, self.num_shards))
+        ahead = self._prefetcher(*self._first_visits(sample_ids))
         total = len(sample_ids)
-        for lo in range(0, total, DECODE_BLOCK):
-            hi = min(lo + DECODE_BLOCK, total)
-            ahead(lo)
-            shards = shard_of[lo:hi]
-            rows = row_of[lo:hi]
-            first = int(shards[0])
-            if first == int(shards[-1]) and (shards == first).all():
-                yield from self._decode(first, self.shards[first], rows)
-                continue
-            out: list[Any] = [None] * (hi - lo)
-            for shard_id in np.unique(shards).tolist():
-                where = np.flatnonzero(shards == shard_id)
-                items = self._decode(shard_id, self.shards[shard_id], rows[where])
-                for pos, item in zip(where.tolist(), items):
-                    out[pos] = item
-            yield from out
+        for base in range(0, total, LOCATE_CHUNK):
+            chunk_shards, chunk_rows = self.spanner.locate(sample_ids[base:base + LOCATE_CHUNK])
+            for lo in range(0, len(chunk_shards), DECODE_BLOCK):
+                ahead(base + lo)
+                shards = chunk_shards[lo:lo + DECODE_BLOCK]
+                rows = chunk_rows[lo:lo + DECODE_BLOCK]
+                first = int(shards[0])
+                if first == int(shards[-1]) and (shards == first).all():
+                    yield from self._decode(first, self.shards[first], rows)
+                    continue
+                out: list[Any] = [None] * len(shards)
+                for shard_id in np.unique(shards).tolist():
+                    where = np.flatnonzero(shards == shard_id)
+                    items = self._decode(shard_id, self.shards[shard_id], rows[where])
+                    for pos, item in zip(where.tolist(), items):
+                        out[pos] = item
+                yield from out
 
     def _decode(self, shard_id: int, shard: Any, rows: NDArray[np.int64]) -> list:
         for attempt in range(8):
@@ -779,8 +777,7 @@ class StreamingDataset(Array, IterableDataset):
         raise AssertionError("unreachable")
 
     def _iter_overridden(self, sample_ids: NDArray[np.int64]) -> Iterator[Any]:
-        shard_of, _ = self.spanner.locate(sample_ids)
-        ahead = self._prefetcher(*self._first_visits(shard_of, self.num_shards))
+        ahead = self._prefetcher(*self._first_visits(sample_ids))
         for position, sample_id in enumerate(sample_ids.tolist()):
             ahead(position)
             yield self[sample_id]

@@ -7,6 +7,8 @@ from bisect import bisect_right
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming._kernels import _spanner
+
 __all__ = ["Spanner"]
 
 
@@ -61,3 +63,26 @@ class Spanner:
         pos = np.searchsorted(self._starts, indices, "right") - 1
         shards = self._nonempty[pos]
         return shards, indices - self.shard_bounds[shards]
+
+    def first_visits(self,
+                     indices: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Each shard that a sequence of global sample indices visits, in order of first visit.
+
+        One compiled pass that stops once every non-empty shard has been seen.
+
+        Args:
+            indices (NDArray[np.int64]): Global sample indices.
+
+        Returns:
+            Tuple[NDArray[np.int64], NDArray[np.int64]]: The shards, and the position in
+                ``indices`` of each one's first visit.
+
+        Raises:
+            ValueError: An index is out of range.
+        """
+        if not self.num_samples:
+            if len(indices):
+                raise ValueError("Spanner.first_visits: there are no samples to index")
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return _spanner.first_visits(np.ascontiguousarray(indices, np.int64), self._starts,
+                                     self._nonempty, self.num_samples, len(self.shard_sizes))

@@ -249,7 +249,7 @@ def convert_files(
         except BaseException:
             writer.cancel_future_jobs()
             # Let running shard writes end before the temp directory is removed.
-            for executor in (writer.executor, getattr(writer, "_file_executor", None)):
+            for executor in (writer.executor, writer._file_executor, writer._sync_executor):
                 if executor is not None:
                     executor.shutdown(wait=True)
             raise

@@ -132,6 +132,9 @@ def _s3_credentials_missing() -> bool:
     """Whether botocore finds no credentials (then public buckets are read unsigned)."""
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
         return False  # the first link of botocore's chain: no need to import it to know
+    from streaming.storage.s3client import wait_prewarm
+
+    wait_prewarm()  # not two threads importing botocore at once
     import botocore.session
 
     try:

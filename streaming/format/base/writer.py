@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 _KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
 # Shards being hashed/compressed/written in the background at once (bounds memory use).
 _MAX_PENDING_SHARDS = 2
+# Shards written but not yet fsynced and renamed at once (bounds open file descriptors).
+_MAX_PENDING_SYNCS = 4
 
 Chunks = Sequence[Any]  # buffers whose concatenation is a file's contents
 
@@ -187,6 +189,10 @@ class Writer:
         self.executor = ThreadPoolExecutor(max_workers=kwargs.get("max_workers", None))
         self._file_executor: ThreadPoolExecutor | None = None
         self._file_futures: list[Future] = []
+        # Written shard files are fsynced and renamed on another thread, so the disk flushes
+        # one shard while the next is copied into the page cache.
+        self._sync_executor: ThreadPoolExecutor | None = None
+        self._sync_futures: list[Future] = []
         self._upload_futures: list[Future] = []
         self._failure: BaseException | None = None
         self._finished = False
@@ -333,8 +339,7 @@ class Writer:
                 recycle them.
         """
         self.shards.append(obj)
-        if self._file_executor is None:
-            self._file_executor = ThreadPoolExecutor(1, thread_name_prefix="shard-writer")
+        self._start_threads()
         # Bound the memory held by shards queued for writing.
         while len(self._file_futures) >= _MAX_PENDING_SHARDS:
             self._file_futures.pop(0).exception()
@@ -343,13 +348,18 @@ class Writer:
         future.add_done_callback(self._record_failure)
         self._file_futures.append(future)
 
+    def _start_threads(self) -> None:
+        if self._file_executor is None:
+            self._file_executor = ThreadPoolExecutor(1, thread_name_prefix="shard-writer")
+            self._sync_executor = ThreadPoolExecutor(1, thread_name_prefix="shard-sync")
+
     def _write_shard_files(
         self, obj: dict[str, Any], files: list, on_done: Callable[[], None] | None
     ) -> None:
         names = [zip_basename or raw_basename for _, _, raw_basename, zip_basename in files]
         try:
             # Every file is written, then the buffers are released (so the next shard can reuse
-            # them while these are fsynced), then each file is fsynced and renamed into place.
+            # them), then the files are handed to the sync thread to be fsynced and renamed.
             with contextlib.ExitStack() as stack:
                 for raw_key, chunks, raw_basename, zip_basename in files:
                     raw_info, zip_info = self._process_chunks(
@@ -361,10 +371,24 @@ class Writer:
                 if on_done is not None:
                     on_done, done = None, on_done
                     done()
+                written = stack.pop_all()
         finally:
             files.clear()  # drop our references to the buffers before recycling them
             if on_done is not None:
                 on_done()
+        while len(self._sync_futures) >= _MAX_PENDING_SYNCS:
+            self._sync_futures.pop(0).exception()
+        try:
+            future = self._sync_executor.submit(self._sync_files, written, names)  # type: ignore[union-attr]
+        except RuntimeError:  # the sync thread is shut down (writing failed): finish here
+            self._sync_files(written, names)
+            return
+        future.add_done_callback(self._record_failure)
+        self._sync_futures.append(future)
+
+    def _sync_files(self, written: contextlib.ExitStack, names: list[str]) -> None:
+        """Fsync and rename a shard's written files into place, then upload them."""
+        written.close()
         for name in names:
             self._upload(name)
 
@@ -398,6 +422,9 @@ class Writer:
     def _wait_for_files(self) -> None:
         while self._file_futures:
             self._file_futures.pop(0).exception()
+        # Every write has finished, so no more syncs get queued.
+        while self._sync_futures:
+            self._sync_futures.pop(0).exception()
         self._raise_if_failed()
 
     def _write_index(self) -> None:
@@ -434,6 +461,8 @@ class Writer:
                 self.cancel_future_jobs()
             if self._file_executor is not None:
                 self._file_executor.shutdown(wait=True)
+            if self._sync_executor is not None:
+                self._sync_executor.shutdown(wait=True)
             if self.remote and not self.keep_local:
                 shutil.rmtree(self.local, ignore_errors=True)
         self._raise_if_failed()
@@ -443,6 +472,10 @@ class Writer:
         self.executor.shutdown(wait=False, cancel_futures=True)
         if self._file_executor is not None:
             self._file_executor.shutdown(wait=False, cancel_futures=True)
+        if self._sync_executor is not None:
+            # Not cancelled: queued syncs only complete files already fully written (and a
+            # cancelled one would leave its temp file behind).
+            self._sync_executor.shutdown(wait=False)
 
     def _record_failure(self, future: Future) -> None:
         if future.cancelled():

@@ -345,6 +345,17 @@ class MDSWriter(JointWriter):
         obj.update(self.get_config())
         self._submit_shard(obj, [("raw_data", chunks, raw_basename, zip_basename)], recycle)
 
+    def finish(self) -> None:
+        """Finish writing samples: flush the last shard, write the index, wait for uploads.
+
+        Raises:
+            RuntimeError: A background write or upload failed.
+        """
+        try:
+            super().finish()
+        finally:
+            self._free.clear()  # the buffer pool is only needed while writing
+
     def encode_joint_shard(self) -> bytes:
         """Encode a joint shard out of the cached samples (single file).
 
