@@ -46,11 +46,15 @@ def first_visits(const int64_t[::1] ids not None, const int64_t[::1] starts not 
     out_first = np.empty(m, np.int64)
     cdef int64_t[::1] shards_view = out_shards
     cdef int64_t[::1] first_view = out_first
+    cdef int64_t cur_lo = 0, cur_hi = 0  # the id range of the last shard found (runs are common)
+    lo = 0
     for i in range(n):
         sid = ids[i]
         if sid < 0 or sid >= num_samples:
             raise ValueError(f"first_visits: sample id {sid} at position {i} is out of range "
                              f"[0, {num_samples})")
+        if cur_lo <= sid < cur_hi:
+            continue  # same shard as the previous id: already seen
         lo = 0
         hi = m
         while hi - lo > 1:  # the last start <= sid
@@ -59,6 +63,8 @@ def first_visits(const int64_t[::1] ids not None, const int64_t[::1] starts not 
                 lo = mid
             else:
                 hi = mid
+        cur_lo = starts[lo]
+        cur_hi = starts[lo + 1] if lo + 1 < m else num_samples
         shard = shard_of_start[lo]
         if not seen[shard]:
             seen[shard] = 1

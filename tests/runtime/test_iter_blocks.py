@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streaming.dataset as dataset_module
 from streaming import MDSWriter, StreamingDataset
 from streaming.plan import worker_plan
+from streaming.spanner import Spanner
 
 
 def _write(out: str, n: int) -> None:
@@ -38,23 +41,39 @@ def test_iteration_follows_the_plan(tmp_path, monkeypatch, shuffle, block, chunk
         assert want != sorted(want)
 
 
-def test_first_visits_stops_early_and_is_exact(tmp_path, monkeypatch):
-    monkeypatch.setattr(dataset_module, "LOCATE_CHUNK", 16)
+def _twin_first_visits(sizes, ids):
+    """Pure-NumPy twin of ``Spanner.first_visits``."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    shard_of = np.searchsorted(bounds, ids, "right") - 1
+    first = np.full(len(sizes), len(ids), np.int64)
+    np.minimum.at(first, shard_of, np.arange(len(ids), dtype=np.int64))
+    visited = np.flatnonzero(first < len(ids))
+    order = np.argsort(first[visited], kind="stable")
+    return visited[order], first[visited[order]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12).filter(any), st.data())
+def test_first_visits_kernel_matches_twin(sizes, data):
+    spanner = Spanner(np.array(sizes, np.int64))
+    n = sum(sizes)
+    ids = np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=60)), np.int64)
+    shards, firsts = spanner.first_visits(ids)
+    want_shards, want_first = _twin_first_visits(sizes, ids)
+    assert shards.tolist() == want_shards.tolist()
+    assert firsts.tolist() == want_first.tolist()
+    for bad in (-1, n):
+        with pytest.raises(ValueError, match="out of range"):
+            spanner.first_visits(np.concatenate([[bad], ids]).astype(np.int64))
+
+
+def test_dataset_first_visits_over_a_shuffled_plan(tmp_path):
     _write(tmp_path / "d", 300)
     ds = StreamingDataset(local=str(tmp_path / "d"), shuffle=True, batch_size=4,
                           shuffle_block_size=300, num_canonical_nodes=1)
     ids = worker_plan(ds._plan_spec(), 1, 1, 1, 0, 0, 0, 0, 0)
     ids = ids[ids >= 0]
     shards, firsts = ds._first_visits(ids)
-    shard_of, _ = ds.spanner.locate(ids)
-    want_shards, want_first = [], []
-    for pos, shard in enumerate(shard_of.tolist()):
-        if shard not in want_shards:
-            want_shards.append(shard)
-            want_first.append(pos)
-    assert shards.tolist() == want_shards and firsts.tolist() == want_first
-    calls = []
-    real = ds.spanner.locate
-    monkeypatch.setattr(ds.spanner, "locate", lambda x: calls.append(len(x)) or real(x))
-    ds._first_visits(ids)
-    assert sum(calls) < len(ids)  # stopped once every shard was seen
+    want_shards, want_first = _twin_first_visits(ds.samples_per_shard, ids)
+    assert shards.tolist() == want_shards.tolist() and firsts.tolist() == want_first.tolist()
+    assert len(shards) == ds.num_shards

@@ -2,9 +2,11 @@
 
 :class:`Writer` takes samples one at a time, groups them into shards no bigger than
 ``size_limit`` (rolling over at exactly the sample the reference rolls over at), and writes each
-shard file atomically (temp name, fsync, rename). Hashing, compression and file writing happen
-on a background thread so that encoding the next shard overlaps them. ``index.json`` is written
-last, atomically, once every shard is on disk. When ``out`` names a remote location, each file is
+shard file atomically (temp name, fsync, rename). Hashing, compression and writing into the page
+cache happen on one background thread and fsync + rename on another, so that encoding the next
+shard, copying this one and flushing the previous one to disk all overlap (at most two shards
+wait for writing, which bounds memory; a failure surfaces on the next ``write``/``finish``).
+``index.json`` is written last, atomically, once every shard is durable under its final name. When ``out`` names a remote location, each file is
 uploaded through ``streaming.storage.upload.CloudUploader`` (imported only then); a purely local
 ``out`` never touches the storage layer.
 

@@ -9,9 +9,12 @@ is ``json.dumps(writer.get_config(), sort_keys=True)``; a row is the sizes of it
 columns followed by every column's encoded value, columns sorted by name. The bytes are identical
 to the reference writer's for the same samples and arguments.
 
-Speed: each column's encoder is resolved once; small values are copied into a reusable buffer,
-values of 4 KiB or more are kept by reference and written with ``writev``, and each shard is
-hashed, compressed and written on a background thread while the next one is encoded.
+Speed: each column's encoder is resolved once; arrays are copied straight from their memory
+(their headers are built once per dtype and shape); small values are copied into pooled 4 MiB
+blocks that are reused once their shard is written (fresh memory costs page faults); immutable
+``bytes`` values of 4 KiB or more are kept by reference; each shard goes out with ``writev`` on
+a background thread while the next one is encoded, and is fsynced on another.
+:meth:`MDSWriter.write_encoded` takes rows that are already encoded (e.g. by a converter).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def _parts_encoder(coder: Any) -> Callable[[Any], tuple[Any, ...]] | None:
     return None
 
 
-# Size of the pooled buffers rows are copied into (NumPy backs buffers this big with huge pages).
+# Size of the pooled buffers that rows are copied into.
 _BLOCK = 1 << 22
 
 
