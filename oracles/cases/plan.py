@@ -284,9 +284,8 @@ def resample_cases(rs: np.random.RandomState) -> list[dict]:
 
 
 def batching_cases(rs: np.random.RandomState) -> list[dict]:
-    from streaming.base.world import World
-
     from streaming.base.batching import generate_work
+    from streaming.base.world import World
 
     out = []
     worlds = [(1, 1, 1), (1, 2, 2), (2, 2, 1), (1, 4, 2), (2, 1, 3), (4, 1, 1)]
