@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,12 +60,11 @@ def run(args: argparse.Namespace) -> int:
 
     columns = parse_columns(args.columns) if args.columns else None
     hashes = [h.strip() for h in args.hashes.split(",")] if args.hashes else None
-    show = sys.stderr.isatty() if args.progress is None else args.progress
-    bar = None
-    if show:
-        from tqdm import tqdm
+    from streaming.explore.progress import progress_bar
 
-        bar = tqdm(unit=" rows", unit_scale=True, desc="convert", file=sys.stderr)
+    # --progress / --no-progress win; otherwise STREAMING_PROGRESS, then whether stderr is a tty.
+    bar = progress_bar(desc="convert", unit=" rows", unit_scale=True,
+                       disable=None if args.progress is None else not args.progress)
     try:
         result = convert_files(
             args.inputs,
@@ -77,13 +75,12 @@ def run(args: argparse.Namespace) -> int:
             hashes=hashes,
             size_limit=args.size_limit,
             overwrite=args.overwrite,
-            progress=bar.update if bar is not None else None,
+            progress=bar.update,
         )
     except TypeError as err:  # MDSWriter's error for an unknown encoding
         raise ValueError(str(err)) from err
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     cols = ", ".join(f"{k}:{v}" for k, v in result["columns"].items())
     print(f"wrote {result['samples']} samples in {result['shards']} shards to {args.out} ({cols})")
     return 0

@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
 
     from streaming.format.check import verify_dataset
 
-    problems, counts = verify_dataset(args.dataset, args.split)
+    problems, counts = verify_dataset(args.dataset, args.split, progress=None)
     for line in problems:
         print(line, file=sys.stderr)
     summary = (

@@ -56,7 +56,9 @@ def _count_of(data_head: bytes) -> int:
     return struct.unpack("<I", data_head[:4])[0]
 
 
-def verify_dataset(root: str, split: str | None = None) -> tuple[list[str], dict[str, int]]:
+def verify_dataset(
+    root: str, split: str | None = None, progress: bool | None = False
+) -> tuple[list[str], dict[str, int]]:
     """Check every shard of a local dataset against its ``index.json``.
 
     For each shard: its files exist (raw or compressed form), have the sizes and hashes the index
@@ -66,6 +68,8 @@ def verify_dataset(root: str, split: str | None = None) -> tuple[list[str], dict
     Args:
         root (str): Dataset directory.
         split (str, optional): Sub-directory of ``root`` holding the split.
+        progress (bool, optional): Show a progress bar over the shards (``None``: where bars
+            show, see :func:`streaming.explore.progress.progress_bar`). Defaults to ``False``.
 
     Returns:
         Tuple[List[str], Dict[str, int]]: One line per problem found (empty when sound), and
@@ -80,7 +84,11 @@ def verify_dataset(root: str, split: str | None = None) -> tuple[list[str], dict
     dirname, index = _load(root, split)
     problems: list[str] = []
     counts = {"shards": 0, "samples": 0, "files": 0, "hashes": 0}
-    for i, shard in enumerate(index["shards"]):
+    from streaming.explore.progress import progress_bar
+
+    shards = progress_bar(index["shards"], desc="verifying", unit="shard",
+                          disable=None if progress is None else not progress)
+    for i, shard in enumerate(shards):
         counts["shards"] += 1
         counts["samples"] += shard["samples"]
         # Where the sample count lives: MDS in the data file, split formats in the meta file.

@@ -299,9 +299,13 @@ class CloudUploader:
         if self.progress_bar:
             from fsspec.callbacks import TqdmCallback
 
+            from streaming.explore.progress import progress_bar
+
+            # The shared bar helper: a widget in Jupyter, text in a terminal.
             callback = TqdmCallback(
                 tqdm_kwargs={"desc": f"Uploading to {remote_filename}", "unit": "B",
-                             "unit_scale": True}
+                             "unit_scale": True, "disable": False},
+                tqdm_cls=progress_bar,
             )
         upload(local_filename, remote_filename, retry=self.retry, callback=callback)
         self.clear_local(local=local_filename)

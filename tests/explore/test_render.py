@@ -128,3 +128,26 @@ def test_progress_bar_environment(monkeypatch, capsys):
     assert "100" in capsys.readouterr().err
     monkeypatch.delenv("STREAMING_PROGRESS")
     assert progress_enabled() is None  # tqdm decides: hidden when stderr is not a terminal
+
+
+def test_long_jobs_use_the_shared_progress_bar(tmp_path, monkeypatch, capsys, s3_bucket):
+    """verify and the uploader draw their bars through progress_bar (STREAMING_PROGRESS=1)."""
+    import numpy as np
+
+    from streaming import MDSWriter
+    from streaming.format.check import verify_dataset
+
+    monkeypatch.setenv("STREAMING_PROGRESS", "1")
+    out = tmp_path / "data"
+    with MDSWriter(out=str(out), columns={"x": "ndarray:int32:4"}, size_limit=64) as w:
+        for i in range(10):
+            w.write({"x": np.full(4, i, np.int32)})
+    problems, counts = verify_dataset(str(out), progress=None)
+    assert not problems and counts["shards"] >= 2
+    err = capsys.readouterr().err
+    assert "verifying" in err and f"{counts['shards']}/{counts['shards']}" in err
+    remote = f"{s3_bucket}/ds"
+    with MDSWriter(out=(str(tmp_path / "local"), remote),
+                   columns={"x": "ndarray:int32:4"}, progress_bar=True) as w:
+        w.write({"x": np.zeros(4, np.int32)})
+    assert f"Uploading to {remote}/index.json" in capsys.readouterr().err
