@@ -15,7 +15,8 @@ _SURFACE = json.loads(
 )
 
 # Internals of the reference's POSIX shared-memory coordination, which this package replaces by
-# files in the cache directory (docs/compatibility.md); constants naming its shm segments.
+# files in the cache directory, and its catalogue-based registry helpers (streams_registry here is
+# a plain registry); see docs/compatibility.md.
 _NOT_PROVIDED = {
     "streaming.base.shared.array", "streaming.base.shared.barrier", "streaming.base.shared.scalar",
     "streaming.base.registry_utils",
@@ -27,7 +28,7 @@ _NOT_PROVIDED_NAMES = {"SharedArray", "SharedBarrier", "SharedScalar", "get_shm_
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_module_exports_reference_names(module, names):
     if module in _NOT_PROVIDED:
-        pytest.skip(f"{module}: shared-memory internals not provided (docs/compatibility.md)")
+        pytest.skip(f"{module}: reference internals not provided (docs/compatibility.md)")
     mod = importlib.import_module(module)
     missing = [n for n in names if not hasattr(mod, n) and n not in _NOT_PROVIDED_NAMES]
     assert not missing, f"{module} lacks {missing}"
