@@ -139,6 +139,7 @@ def worker_plan(
             epoch,
             _block_size(spec),
             ids,
+            overwrite=True,  # ids is ours (fresh from worker_partition)
         )
     _plan.compose_ids(ids, None, small_per_big)
     return ids

@@ -333,6 +333,8 @@ def shuffle_places(
     epoch: int,
     block_size: int,
     places: NDArray[np.int64],
+    *,
+    overwrite: bool = False,
 ) -> NDArray[np.int64]:
     """``get_shuffle(...)[places]`` (``-1`` places stay ``-1``), for one worker's share.
 
@@ -348,6 +350,8 @@ def shuffle_places(
         epoch (int): Current epoch.
         block_size (int): Unit of shuffle.
         places (NDArray[np.int64]): Places of the shuffled epoch to look up, or ``-1``.
+        overwrite (bool): The caller gives ``places`` away: it may be reused for the result
+            (saves a copy of an epoch-sized array). Defaults to ``False``.
 
     Returns:
         NDArray[np.int64]: The sample id at each place (``-1`` where the place is ``-1``).
@@ -356,9 +360,11 @@ def shuffle_places(
         ValueError: If ``algo`` is unknown or a place is outside the epoch.
     """
     places = np.asarray(places, np.int64)
-    if algo not in ("py1s", "py1e"):
+    # A share of a quarter of the epoch or more (a lone worker's is all of it) is cheaper to look
+    # up in the whole shuffle than node by node; memory stays about one int64 array of the epoch.
+    if algo not in ("py1s", "py1e") or 4 * len(places) >= int(np.sum(shard_sizes)):
         full = get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)
-        out = places.copy()
+        out = places if overwrite and places.flags.writeable else places.copy()
         _plan.compose_ids(out, full, None)
         return out
     sizes = _as_sizes(shard_sizes)
