@@ -753,7 +753,8 @@ class StreamingDataset(Array, IterableDataset):
                     yield from self._decode(first, self.shards[first], rows)
                     continue
                 out: list[Any] = [None] * len(shards)
-                for shard_id in np.unique(shards).tolist():
+                # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
+                for shard_id in dict.fromkeys(shards.tolist()):
                     where = np.flatnonzero(shards == shard_id)
                     items = self._decode(shard_id, self.shards[shard_id], rows[where])
                     for pos, item in zip(where.tolist(), items):
