@@ -212,11 +212,7 @@ cdef Py_ssize_t _sum_spans(const int64_t[:] sizes) except -1:
 
 
 cdef Py_ssize_t _check_spans(const int64_t[:] sizes, Py_ssize_t out_len) except -1:
-    cdef Py_ssize_t k, total = 0
-    for k in range(sizes.shape[0]):
-        if sizes[k] < 0:
-            raise ValueError(f"span {k} has a negative size ({sizes[k]})")
-        total += sizes[k]
+    cdef Py_ssize_t total = _sum_spans(sizes)
     if total != out_len:
         raise ValueError(f"spans hold {total} samples but the output holds {out_len}")
     return total
@@ -477,51 +473,6 @@ cdef int _spread_sort(bitgen_t *first, bitgen_t *again, int64_t *ids, const int6
         ss_fine_sort(&coarse[start], end - start, b << _COARSE, _FINE, scratch, fine, &ids[start])
         start = end
     return warn
-
-
-def spread_sort_py1e(rng, int64_t[:] ids, const int64_t[:] sizes, int64_t low, int64_t high):
-    """Spread one canonical node's span samples by uniform shifts, then sort by position (``py1e``).
-
-    ``ids`` holds the node's spans one after another (each already shuffled). Per span, draws
-    ``rng.integers(low, high)`` as its block size and ``rng.uniform(lo, hi, size)`` as shifts of
-    its samples' positions; ``ids`` is then reordered by ascending position, stably (ties, which
-    have probability ~0, keep index order). Positions lie in ``[0, len(ids))``, so the sort is two
-    counting passes (coarse bucket, then unit) and an insertion pass for samples sharing a unit.
-
-    Args:
-        rng (numpy.random.Generator): Generator to draw from (its state advances).
-        ids (NDArray[np.int64]): The canonical node's sample ids, reordered in place.
-        sizes (NDArray[np.int64]): Size of each span, summing to ``len(ids)``.
-        low (int): Smallest block size (inclusive), non-negative.
-        high (int): Largest block size (exclusive), above ``low``.
-
-    Returns:
-        bool: Whether some span was larger than its block (so was not spread at all).
-    """
-    cdef Py_ssize_t n = ids.shape[0]
-    _check_spans(sizes, n)
-    if not 0 <= low < high:
-        raise ValueError(f"bad block size range [{low}, {high})")
-    if n == 0:
-        return False
-    bit = _bit_generator(rng)
-    cdef bitgen_t *bg = _bitgen(bit)
-    copy = _copy_of(bit)
-    cdef bitgen_t *copy_bg = _bitgen(copy)
-    cdef _SortSpace sp
-    cdef int warn = 0
-    _space_init(&sp, n)
-    try:
-        with bit.lock:
-            _sync(copy, bit)
-            with nogil:
-                warn = _spread_sort(copy_bg, bg, &ids[0], &sizes[0], sizes.shape[0], n, low, high,
-                                    &sp)
-    finally:
-        _space_free(&sp)
-    if warn < 0:
-        raise MemoryError()
-    return warn == 1
 
 
 def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes,

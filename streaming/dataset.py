@@ -16,7 +16,7 @@ import warnings
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from math import ceil
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -386,10 +386,6 @@ class StreamingDataset(Array, IterableDataset):
 
     # -- epochs and checkpoints -----------------------------------------------------------------
 
-    def _set_shuffle_block_size(self, world: World) -> None:
-        if self.shuffle_block_size is None:
-            self.shuffle_block_size = default_shuffle_block_size(self.num_canonical_nodes)
-
     def _resume(self, world: World, epoch: int,
                 obj: dict[str, Any] | None = None) -> tuple[int, int]:
         """Either resume from checkpoint ``obj`` or start epoch ``epoch`` at the beginning.
@@ -402,17 +398,19 @@ class StreamingDataset(Array, IterableDataset):
         Returns:
             Tuple[int, int]: What epoch this is, and sample offset in that epoch.
         """
+        sample_in_epoch = 0
         if obj is None or obj["epoch"] < epoch:
             if not self.num_canonical_nodes:
                 self.num_canonical_nodes = default_num_canonical_nodes(self.shuffle_algo,
                                                                        world.num_nodes)
-            self._set_shuffle_block_size(world)
-            return epoch, 0
-        self.num_canonical_nodes = obj["num_canonical_nodes"]
-        self.shuffle_seed = obj["shuffle_seed"]
-        self.initial_physical_nodes = obj.get("initial_physical_nodes", None)
-        self._set_shuffle_block_size(world)
-        return obj["epoch"], obj["sample_in_epoch"]
+        else:
+            self.num_canonical_nodes = obj["num_canonical_nodes"]
+            self.shuffle_seed = obj["shuffle_seed"]
+            self.initial_physical_nodes = obj.get("initial_physical_nodes", None)
+            epoch, sample_in_epoch = obj["epoch"], obj["sample_in_epoch"]
+        if self.shuffle_block_size is None:
+            self.shuffle_block_size = default_shuffle_block_size(self.num_canonical_nodes)
+        return epoch, sample_in_epoch
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:
         """Get a dict containing training state (called from non-worker process).
@@ -605,19 +603,10 @@ class StreamingDataset(Array, IterableDataset):
         self._check_pid()
         shard_id, row = self.spanner[sample_id]
         shard = self.shards[shard_id]
-        error = None
-        for _ in range(1 + retry):
-            try:
-                if shard_id not in self._ready:
-                    self.prepare_shard(shard_id)
-                self._opened(shard_id)
-                sample = shard[row]
-                self._cache.touch(shard_id)
-                return sample
-            except FileNotFoundError as e:  # evicted meanwhile: prepare it again
-                error = e
-                self._ready.discard(shard_id)
-                shard.close()
+        try:
+            return self._read_resident(shard_id, lambda: shard[row], max(1, 1 + retry))
+        except FileNotFoundError as e:
+            error = e
         if self.cache_limit:
             raise RuntimeError(f"{error}. StreamingDataset repeatedly failed to download a shard. "
                                "This may be due to thrashing caused by `cache_limit` being set "
@@ -762,19 +751,27 @@ class StreamingDataset(Array, IterableDataset):
                 yield from out
 
     def _decode(self, shard_id: int, shard: Any, rows: NDArray[np.int64]) -> list:
-        for attempt in range(8):
+        return self._read_resident(shard_id, lambda: shard.get_items(rows), 8)
+
+    def _read_resident(self, shard_id: int, read: Callable[[], Any], attempts: int) -> Any:
+        """Return ``read()`` of a shard made resident first (again, if evicted meanwhile).
+
+        Raises:
+            FileNotFoundError: The shard was still missing at the last attempt.
+        """
+        for attempt in range(1, attempts + 1):
             try:
                 if shard_id not in self._ready:
-                    self.prepare_shard(shard_id)
+                    self.prepare_shard(shard_id)  # touches the shard's ledger row itself
                 else:
                     self._cache.touch(shard_id)
                 self._opened(shard_id)
-                return shard.get_items(rows)
+                return read()
             except FileNotFoundError:
-                if attempt == 7:
+                if attempt == attempts:
                     raise
                 self._ready.discard(shard_id)
-                shard.close()
+                self.shards[shard_id].close()
         raise AssertionError("unreachable")
 
     def _iter_overridden(self, sample_ids: NDArray[np.int64]) -> Iterator[Any]:

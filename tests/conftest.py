@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import pathlib
+from typing import Callable
 
 import pytest
 
@@ -40,6 +42,12 @@ def s3_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
                  "MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "S3_CANNED_ACL"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def point_s3_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """:func:`s3_environment` for fixtures in other directories (conftests can't import it)."""
+    return functools.partial(s3_environment, monkeypatch)
 
 
 @pytest.fixture

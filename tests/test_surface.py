@@ -6,6 +6,7 @@ import importlib
 import inspect
 import json
 import pathlib
+import pkgutil
 
 import pytest
 
@@ -34,23 +35,10 @@ def test_module_exports_reference_names(module, names):
     assert not missing, f"{module} lacks {missing}"
 
 
-def _resolve(path: str):
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(path)
-
-
 @pytest.mark.parametrize(("path", "params"), sorted(_SURFACE["signatures"].items()),
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_signature_matches_reference(path, params):
-    func = _resolve(path)
+    func = pkgutil.resolve_name(path)
     ours = inspect.signature(func).parameters
     # Every reference parameter exists here, by name, kind and default (new ones may follow).
     for name, kind, default in params:

@@ -39,19 +39,6 @@ _SIGNATURES = [
 ]
 
 
-def _resolve(path: str):
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(path)
-
-
 def _params(func) -> list[list]:
     out = []
     for p in inspect.signature(func).parameters.values():
@@ -93,7 +80,7 @@ def generate(outdir: pathlib.Path) -> None:
     signatures = {}
     for path in _SIGNATURES:
         try:
-            signatures[path] = _params(_resolve(path))
+            signatures[path] = _params(pkgutil.resolve_name(path))
         except (ImportError, AttributeError):  # needs an optional package (pyspark)
             continue
     (outdir / "surface.json").write_text(

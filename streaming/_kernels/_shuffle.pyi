@@ -22,13 +22,6 @@ def shuffle_blocks_py1br(
     low: int,
     high: int,
 ) -> None: ...
-def spread_sort_py1e(
-    rng: np.random.Generator,
-    ids: NDArray[np.int64],
-    sizes: NDArray[np.int64],
-    low: int,
-    high: int,
-) -> bool: ...
 def shuffle_nodes(
     rng: np.random.Generator,
     algo: str,

@@ -35,13 +35,13 @@ def main(argv: list[str] | None = None) -> int:
         description="shardstream: write, convert, merge, verify and explore streaming datasets.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Arguments are declared by each module itself, imported lazily on dispatch; to show them in
+    # `streaming NAME --help` we import it here only when NAME is the chosen command.
+    chosen = (sys.argv[1:] if argv is None else argv)[:1]
     for name, (module, help_text) in _COMMANDS.items():
         p = sub.add_parser(name, help=help_text)
         p.set_defaults(_module=module)
-        # Arguments are declared by the module itself, imported lazily on dispatch; to show them in
-        # `streaming NAME --help` we import it here only when NAME is the chosen command.
-        args_list = sys.argv[1:] if argv is None else argv
-        if args_list[:1] == [name]:
+        if chosen == [name]:
             importlib.import_module(module).add_arguments(p)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -321,6 +321,11 @@ def encode_rows(rows: list[dict[str, Any]], column_names: list[str],
         if size is not None and any(len(v) != size for v in values):
             raise ValueError(f"column {name!r} ({enc}): encoded size is not {size}")
         cols.append(values)
+    return join_columns(cols, column_sizes)
+
+
+def join_columns(cols: list[list[bytes]], column_sizes: list[int | None]) -> list[bytes]:
+    """MDS samples from encoded columns: the uint32 sizes of the variable ones, then the values."""
     variable = [j for j, size in enumerate(column_sizes) if size is None]
     pack = struct.Struct(f"<{len(variable)}I").pack
     if len(variable) == 1:

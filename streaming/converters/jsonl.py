@@ -10,7 +10,6 @@ orjson (or the standard library) and encoded value by value
 from __future__ import annotations
 
 import os
-import struct
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -164,7 +163,7 @@ def encode_scanned(data: bytes, names: list[str], encodings: list[str],
         errors properly).
     """
     from streaming._kernels import _jsonl
-    from streaming.converters.arrow import _FIXED, _shape_head
+    from streaming.converters.arrow import _FIXED, _shape_head, join_columns
 
     kinds = [_scan_kind(e) for e in encodings]
     if any(k is None for k in kinds) or not all(n.isascii() for n in names):
@@ -197,12 +196,7 @@ def encode_scanned(data: bytes, names: list[str], encodings: list[str],
                 _shape_head(n) + raw[a:b]
                 for n, a, b in zip(lengths.tolist(), bounds[:-1], bounds[1:])
             ])
-    variable = [j for j, size in enumerate(sizes) if size is None]
-    pack = struct.Struct(f"<{len(variable)}I").pack
-    if len(variable) == 1:
-        (j,) = variable
-        return [pack(len(row[j])) + b"".join(row) for row in zip(*parts)]
-    return [pack(*[len(row[j]) for j in variable]) + b"".join(row) for row in zip(*parts)]
+    return join_columns(parts, sizes)
 
 
 def infer_json_columns(path: str, sample_bytes: int = 1 << 20) -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 __all__ = [
     "Compression",
@@ -307,14 +307,3 @@ def decompress(algo: str | None, data: bytes, max_size: int | None = None) -> by
         return data
     return _get(algo).decompress(data, max_size)
 
-
-def get_compressor(algo: str) -> Callable[[bytes], bytes]:
-    """Get the function that compresses with ``algo`` (for hot loops).
-
-    Args:
-        algo (str): Compression.
-
-    Returns:
-        Callable[[bytes], bytes]: The compress function.
-    """
-    return _get(algo).compress

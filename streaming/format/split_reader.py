@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from copy import deepcopy
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,27 +24,24 @@ class SplitTextReader(SplitReader):
 
     format: str = ""
 
-    def __init__(
-        self,
-        dirname: str,
-        split: str | None,
-        compression: str | None,
-        hashes: list[str],
-        raw_data: FileInfo,
-        raw_meta: FileInfo,
-        samples: int,
-        size_limit: Union[int, str] | None,
-        zip_data: FileInfo | None,
-        zip_meta: FileInfo | None,
-    ) -> None:
-        super().__init__(
-            dirname, split, compression, hashes, raw_data, raw_meta, samples, size_limit,
-            zip_data, zip_meta,
-        )
-        self._offsets: NDArray[np.int64] | None = None
+    # The checked sample offsets, read from the meta file on first access.
+    _offsets: NDArray[np.int64] | None = None
 
     @classmethod
-    def _args_from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> dict:
+    def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> SplitTextReader:
+        """Initialize from JSON object.
+
+        Args:
+            dirname (str): Local directory containing shards.
+            split (str, optional): Which dataset split to use, if any.
+            obj (Dict[str, Any]): JSON object to load.
+
+        Returns:
+            Self: Loaded reader of the calling class.
+
+        Raises:
+            ValueError: Wrong version or format.
+        """
         args = deepcopy(obj)
         version = args.pop("version")
         if version != 2:
@@ -57,15 +54,12 @@ class SplitTextReader(SplitReader):
         for key in ("raw_data", "raw_meta", "zip_data", "zip_meta"):
             info = args.get(key)
             args[key] = FileInfo(**info) if info else None
-        return args
-
-    def _filename(self, info: FileInfo) -> str:
-        return os.path.join(self.dirname, self.split, info.basename)
+        return cls(**args)
 
     def _get_offsets(self) -> NDArray[np.int64]:
         if self._offsets is None:
             self._offsets = read_offsets(
-                self._filename(self.raw_meta), self._filename(self.raw_data), self.samples
+                self._path(self.raw_meta), self._path(self.raw_data), self.samples
             )
         return self._offsets
 
@@ -86,7 +80,7 @@ class SplitTextReader(SplitReader):
             raise IndexError(f"sample {idx} out of range for a shard of {self.samples} samples")
         offsets = self._get_offsets()
         begin, end = int(offsets[idx]), int(offsets[idx + 1])
-        filename = self._filename(self.raw_data)
+        filename = self._path(self.raw_data)
         fd = os.open(filename, os.O_RDONLY)
         try:
             data = os.pread(fd, end - begin, begin)

@@ -136,6 +136,17 @@ def _resume_warning(method: str, sample_in_epoch: int, global_batch_size: int) -
         )
 
 
+def _count_full(batches: NDArray[np.int64], method: str, stream_id: int) -> int:
+    """How many batches hold no padding (they come first); warn that the rest are dropped."""
+    full = int(np.count_nonzero(batches.min(axis=1) >= 0))
+    if full != batches.shape[0]:
+        logger.warning(
+            f"Because of the `{method}` batching method, some batches with an inadequate number "
+            f"of samples from stream with index {stream_id} will be dropped."
+        )
+    return full
+
+
 def _stream_order(counts: list[int], rng: np.random.Generator) -> NDArray[np.int64]:
     """Interleave each stream's batches in a seeded random order, each stream's kept in order."""
     origins = np.repeat(np.arange(len(counts)), counts)
@@ -293,13 +304,8 @@ def generate_work_per_stream_batching(
         block = int(_block_size(spec) * proportion) if spec.shuffle else None
         partition = _stream_partition(spec, stream_id, epoch, num_nodes, world, batch_size, block)
         inorder = partition.transpose(3, 2, 0, 1, 4).reshape(-1, global_batch_size)
-        full = int(np.count_nonzero(inorder.min(axis=1) >= 0))
+        full = _count_full(inorder, "per_stream", stream_id)
         counts.append(full)
-        if full != inorder.shape[0]:
-            logger.warning(
-                f"Because of the `per_stream` batching method, some batches with an inadequate "
-                f"number of samples from stream with index {stream_id} will be dropped."
-            )
         if not full:
             raise ValueError(
                 f"Stream with index {stream_id} does not have an adequate number of samples to "
@@ -368,14 +374,8 @@ def generate_work_device_per_stream_batching(
             inorder = inorder.transpose(3, 2, 0, 1, 4).ravel()
             pad = batch_size - inorder.size % batch_size
             inorder = np.concatenate([inorder, np.full(pad, -1, np.int64)]).reshape(-1, batch_size)
-            full = int(np.count_nonzero(inorder.min(axis=1) >= 0))
+            full = _count_full(inorder, "device_per_stream", stream_id)
             counts.append(full)
-            if full != inorder.shape[0]:
-                logger.warning(
-                    f"Because of the `device_per_stream` batching method, some batches with an "
-                    f"inadequate number of samples from stream with index {stream_id} will be "
-                    f"dropped."
-                )
             if not full:
                 raise ValueError(
                     f"Stream with index {stream_id} does not have an adequate number of samples "

@@ -112,13 +112,15 @@ def divide_spans(
 
 
 def _node_spans(
-    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int
+    shard_sizes: Sequence[int] | NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], list[tuple[int, int]], np.random.Generator, int]:
-    """Shared first steps of py1br/py1e/py1s: order shards, cut at nodes, reorder per epoch.
+    """Shared first steps of py1br/py1e/py1s: check, order shards, cut at nodes, reorder per epoch.
 
     Returns the span begins and sizes in final order, each node's ``(first, end)`` span indices,
     the epoch generator (positioned after the span reorders) and the sample count.
     """
+    sizes = _as_sizes(shard_sizes)
+    _check_args(num_canonical_nodes, seed, epoch)
     ends = np.cumsum(sizes)
     begins = ends - sizes
     num_samples = int(ends[-1]) if len(ends) else 0
@@ -185,10 +187,8 @@ def get_shuffle_py1s(
     Returns:
         NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
     """
-    sizes = _as_sizes(shard_sizes)
-    _check_args(num_canonical_nodes, seed, epoch)
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
-        sizes, num_canonical_nodes, seed, epoch
+        shard_sizes, num_canonical_nodes, seed, epoch
     )
     ids = np.empty(num_samples, np.int64)
     _shuffle.shuffle_nodes(epoch_rng, "py1s", begins, span_sizes, _bounds(node_spans), 0, 1, ids)
@@ -219,10 +219,8 @@ def get_shuffle_py1br(
     Raises:
         ValueError: If ``block_size`` is too small to draw block sizes from (below 2).
     """
-    sizes = _as_sizes(shard_sizes)
-    _check_args(num_canonical_nodes, seed, epoch)
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
-        sizes, num_canonical_nodes, seed, epoch
+        shard_sizes, num_canonical_nodes, seed, epoch
     )
     ids = np.empty(num_samples, np.int64)
     # Spans are laid out in their final order (no shuffle within them yet).
@@ -270,10 +268,8 @@ def get_shuffle_py1e(
         ValueError: If a canonical node gets no samples (fewer samples than canonical nodes), or
             ``block_size`` is too small to draw block sizes from.
     """
-    sizes = _as_sizes(shard_sizes)
-    _check_args(num_canonical_nodes, seed, epoch)
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
-        sizes, num_canonical_nodes, seed, epoch
+        shard_sizes, num_canonical_nodes, seed, epoch
     )
     ids = np.empty(num_samples, np.int64)
     _py1e_nodes(begins, span_sizes, node_spans, epoch_rng, num_canonical_nodes, block_size, ids)
@@ -367,10 +363,8 @@ def shuffle_places(
         out = places if overwrite and places.flags.writeable else places.copy()
         _plan.compose_ids(out, full, None)
         return out
-    sizes = _as_sizes(shard_sizes)
-    _check_args(num_canonical_nodes, seed, epoch)
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
-        sizes, num_canonical_nodes, seed, epoch
+        shard_sizes, num_canonical_nodes, seed, epoch
     )
     valid = places >= 0
     wanted = places[valid]
@@ -384,20 +378,12 @@ def shuffle_places(
         node.astype(np.uint16 if len(node_spans) < 1 << 16 else np.int64), kind="stable"
     )
     want = wanted[order]
-    want_bounds = np.concatenate([[0], np.cumsum(np.bincount(node, minlength=len(node_spans)))])
+    counts = np.bincount(node, minlength=len(node_spans))
+    want_bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     got = np.empty(len(want), np.int64)
     if algo == "py1s":
         _shuffle.shuffle_nodes(
-            epoch_rng,
-            "py1s",
-            begins,
-            span_sizes,
-            _bounds(node_spans),
-            0,
-            1,
-            got,
-            want,
-            want_bounds.astype(np.int64),
+            epoch_rng, "py1s", begins, span_sizes, _bounds(node_spans), 0, 1, got, want, want_bounds
         )
     else:
         _py1e_nodes(
@@ -409,7 +395,7 @@ def shuffle_places(
             block_size,
             got,
             want,
-            want_bounds.astype(np.int64),
+            want_bounds,
         )
     values = np.empty(len(want), np.int64)
     values[order] = got

@@ -442,11 +442,10 @@ class ShardCache:
             return True
         if busy and not force:
             return False
-        if force or not busy:
-            logger.warning(
-                f"Cache limit ({self.cache_limit} bytes) exceeded: {usage} bytes resident that "
-                f"cannot be evicted (no remote copy, or in use) and {need} more needed. Raise "
-                f"`cache_limit` to avoid this.")
+        logger.warning(
+            f"Cache limit ({self.cache_limit} bytes) exceeded: {usage} bytes resident that "
+            f"cannot be evicted (no remote copy, or in use) and {need} more needed. Raise "
+            f"`cache_limit` to avoid this.")
         return True
 
     # -- explicit eviction -----------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.storage.atomic import atomic_file
 from streaming.storage.filesystem import is_local, resolve, resolve_options, split_scheme
-from streaming.storage.retry import backoff_delay, is_retryable
+from streaming.storage.retry import backoff_delay, call_with_retry, is_retryable
 
 if TYPE_CHECKING:  # pragma: no cover
     from fsspec import AbstractFileSystem
@@ -263,17 +263,11 @@ class _Job:
             raise
         return size
 
-    async def _cat_checked(self, expected: int | None, start: int | None = None,
-                           end: int | None = None) -> bytes:
-        if start is None:
-            data = await self.fs._cat_file(self.path)
-        else:
-            data = await self.fs._cat_file(self.path, start=start, end=end)
-        if expected is not None and len(data) != expected:
+    async def _cat_checked(self, expected: int, start: int, end: int) -> bytes:
+        data = await self.fs._cat_file(self.path, start=start, end=end)
+        if len(data) != expected:
             raise IncompleteReadError(
-                f"{self.url}: got {len(data)} bytes, expected {expected}"
-                + ("" if start is None else f" (range {start}-{end})")
-            )
+                f"{self.url}: got {len(data)} bytes, expected {expected} (range {start}-{end})")
         return data
 
     # ---- s3 (and gs:// with HMAC keys): botocore, ranged GETs from a thread pool ------------
@@ -383,16 +377,10 @@ class _Job:
     # ---- sync filesystems (hf, sftp, dbfs, oci): ranged reads from a thread pool ----------
 
     def _retry_sync(self, what: str, fn: Callable[[], Any]) -> Any:
-        import time
-
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return fn()
-            except Exception as error:
-                if not is_retryable(error) or attempt == self.attempts:
-                    raise self._failed(error, what) from error
-                time.sleep(backoff_delay(attempt, self.backoff))
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return call_with_retry(fn, attempts=self.attempts, backoff=self.backoff)
+        except Exception as error:
+            raise self._failed(error, what) from error
 
     def _cat_sync(self, expected: int | None, start: int | None = None,
                   end: int | None = None) -> bytes:

@@ -128,19 +128,31 @@ def _bucket_path(url: urllib.parse.SplitResult) -> str:
     return url.netloc + "/" + url.path.lstrip("/") if url.path.strip("/") else url.netloc
 
 
+# AWS_PROFILE -> whether botocore found no credentials. Walking its chain (config files,
+# container, instance metadata) costs ~6 ms, or seconds where the metadata endpoint is
+# unreachable, and s3:// downloads resolve their options once per file.
+_credentials_missing: dict[str | None, bool] = {}
+
+
 def _s3_credentials_missing() -> bool:
     """Whether botocore finds no credentials (then public buckets are read unsigned)."""
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
         return False  # the first link of botocore's chain: no need to import it to know
+    profile = os.environ.get("AWS_PROFILE")
+    missing = _credentials_missing.get(profile)
+    if missing is not None:
+        return missing
     from streaming.storage.s3client import wait_prewarm
 
     wait_prewarm()  # not two threads importing botocore at once
     import botocore.session
 
     try:
-        return botocore.session.Session().get_credentials() is None
+        missing = botocore.session.Session().get_credentials() is None
     except Exception:  # a broken profile is reported by the real request, not here
-        return False
+        missing = False
+    _credentials_missing[profile] = missing
+    return missing
 
 
 def _s3_options(
@@ -398,9 +410,10 @@ def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
 
 
 def clear_filesystem_cache() -> None:
-    """Forget every cached filesystem (e.g. after changing credentials in the environment)."""
+    """Forget cached filesystems and credential probes (e.g. after changing credentials)."""
     with _cache_lock:
         _cache.clear()
+        _credentials_missing.clear()
     from streaming.storage.s3client import clear_s3_clients
 
     clear_s3_clients()

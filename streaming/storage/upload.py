@@ -340,16 +340,15 @@ class CloudUploader:
             return
         fs, path = resolve(self.remote)
         root = path.split("/", 1)[0]
+        cause: Exception | None = None
         try:
             found = fs.exists(root)
         except Exception as e:  # network or permission trouble: say which bucket
-            raise FileNotFoundError(
-                f"Either {what} `{root}` does not exist! or check the {what} permission."
-            ) from e
+            found, cause = False, e
         if not found:
             raise FileNotFoundError(
                 f"Either {what} `{root}` does not exist! or check the {what} permission."
-            )
+            ) from cause
 
 
 def _bucket_root(remote: str) -> str:

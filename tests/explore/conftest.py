@@ -74,7 +74,7 @@ def counting_s3() -> Iterator[tuple[CountingMotoServer, str]]:
 
 @pytest.fixture
 def counted_bucket(counting_s3: tuple[CountingMotoServer, str],
-                   monkeypatch: pytest.MonkeyPatch) -> tuple[CountingMotoServer, str, Any]:
+                   point_s3_at: Callable[[str], None]) -> tuple[CountingMotoServer, str, Any]:
     """``(server, "s3://BUCKET", boto3 client)``: a fresh bucket; S3 env vars point at it."""
     import uuid
 
@@ -83,14 +83,7 @@ def counted_bucket(counting_s3: tuple[CountingMotoServer, str],
     from streaming.storage.filesystem import clear_filesystem_cache
 
     server, endpoint = counting_s3
-    monkeypatch.setenv("S3_ENDPOINT_URL", endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                 "MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "S3_CANNED_ACL"):
-        monkeypatch.delenv(name, raising=False)
+    point_s3_at(endpoint)
     clear_filesystem_cache()
     name = f"explore-{uuid.uuid4().hex[:12]}"
     client = boto3.client("s3", endpoint_url=endpoint)

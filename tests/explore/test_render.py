@@ -69,13 +69,28 @@ def test_samples_table_html_and_text(image_dataset):
 
 
 def test_shard_view_never_downloads_from_repr(image_dataset, tmp_path):
+    from streaming import MDSWriter
+
     out, _ = image_dataset
     with open_dataset(out, cache_dir=str(tmp_path / "c")) as ds:
         shard = ds.shard(1)
+        assert shard.is_local  # raw shards on disk: the repr shows the first samples
         page = shard._repr_html_()
         assert "shard 1" in page and shard.info.basename in page
-        assert "<img" not in page or shard.is_local
+        assert re.search(r"first \d+ samples", page) and "<img" in page
         assert repr(shard).startswith("shard 1 (mds)")
+    packed = str(tmp_path / "packed")
+    with MDSWriter(out=packed, columns={"n": "int"}, compression="zstd", size_limit=64) as writer:
+        for i in range(20):
+            writer.write({"n": i})
+    cache = tmp_path / "c2"
+    with open_dataset(packed, cache_dir=str(cache)) as ds:
+        shard = ds.shard(1)
+        assert not shard.is_local  # only the zstd file: reading would mean decompressing
+        page = shard._repr_html_()
+        assert "shard 1" in page and not re.search(r"first \d+ samples", page)
+        assert not shard.is_local
+        assert not cache.exists() or not any(cache.iterdir())
 
 
 def test_value_rendering_without_pillow_embeds_encoded_bytes(monkeypatch):

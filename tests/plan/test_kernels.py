@@ -116,25 +116,6 @@ def test_py1br_blocks_equal_twin(seed, node_sizes, low, extra, data):
     assert _same_state(ours, twin)
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    seed=seeds,
-    sizes=st.lists(st.integers(0, 90), min_size=1, max_size=10),
-    low=st.integers(0, 120),
-    extra=st.integers(1, 80),
-)
-def test_py1e_spread_sort_equals_twin(seed, sizes, low, extra):
-    ids = np.random.default_rng(2).permutation(sum(sizes)) + 1000
-    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
-    got = ids.copy()
-    warn = _shuffle.spread_sort_py1e(ours, got, np.array(sizes, np.int64), low, low + extra)
-    expect, twin_warn = _twin_py1e(twin, ids, sizes, low, low + extra)
-    if sum(sizes):
-        assert np.array_equal(got, expect)
-        assert warn == twin_warn
-        assert _same_state(ours, twin)
-
-
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 300), seed=st.integers(0, 2**32), use_map=st.booleans())
 def test_compose_ids_equals_where(n, seed, use_map):
@@ -173,7 +154,16 @@ def test_kernels_reject_bad_input():
             rng, np.arange(4), np.array([0, 9], np.int64), np.array([0], np.int64), 2, 3
         )
     with pytest.raises(ValueError, match="block size range"):
-        _shuffle.spread_sort_py1e(rng, np.arange(4), np.array([4], np.int64), 5, 5)
+        _shuffle.shuffle_nodes(
+            rng,
+            "py1e",
+            np.array([0], np.int64),
+            np.array([4], np.int64),
+            np.array([0, 1]),
+            5,
+            5,
+            np.empty(4, np.int64),
+        )
     with pytest.raises(ValueError, match="outside"):
         _plan.compose_ids(np.array([0, 7, -1]), np.arange(5), None)
     with pytest.raises(ValueError, match="outside"):

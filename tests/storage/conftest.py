@@ -11,17 +11,18 @@ import random
 import socket
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Iterator
 
 import pytest
+from hub_standin import LoopbackServer  # this directory is on sys.path (pytest's prepend mode)
 
 FAULTS = ("drop", "stall", "truncate", "error503")
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer):
     """A loopback HTTP proxy that forwards to ``upstream`` and sabotages some responses.
 
     Faults are injected into requests whose method is in ``methods``:
@@ -67,15 +68,7 @@ class FaultProxy:
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        self._start(Handler)
 
     def count(self, method: str) -> int:
         with self.lock:
@@ -149,10 +142,8 @@ class FaultProxy:
         handler.wfile.write(data)
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self.stopping.set()  # release stalled handlers first
+        super().stop()
 
 
 @pytest.fixture

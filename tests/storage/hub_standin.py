@@ -24,7 +24,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-class HubStandIn:
+class LoopbackServer:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 run by a daemon thread (also the base of
+    ``conftest.FaultProxy``)."""
+
+    def _start(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class HubStandIn(LoopbackServer):
     """Serve ``root`` as every dataset repo's files (``repo`` must be ``ORG/NAME``)."""
 
     def __init__(self, root: str, repo: str) -> None:
@@ -50,20 +71,7 @@ class HubStandIn:
             def do_POST(self) -> None:
                 stand_in._serve(self, "POST")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self._start(Handler)
 
     # -- responses -------------------------------------------------------------------------------
 

@@ -105,6 +105,18 @@ class Reader(Array):
     def _path(self, info: FileInfo) -> str:
         return os.path.join(self.dirname, self.split, info.basename)
 
+    def _remove(self, infos: list[FileInfo | None]) -> int:
+        """Remove the given files of this shard that exist, returning the bytes freed."""
+        size = 0
+        for info in infos:
+            if info:
+                try:
+                    os.remove(self._path(info))
+                except FileNotFoundError:
+                    continue
+                size += info.bytes
+        return size
+
     def _evict_raw(self) -> int:
         """Remove all raw files belonging to this shard.
 
@@ -112,14 +124,7 @@ class Reader(Array):
             int: Bytes evicted from cache.
         """
         self.close()
-        size = 0
-        for raw_info, _ in self.file_pairs:
-            try:
-                os.remove(self._path(raw_info))
-            except FileNotFoundError:
-                continue
-            size += raw_info.bytes
-        return size
+        return self._remove([raw for raw, _ in self.file_pairs])
 
     def _evict_zip(self) -> int:
         """Remove all zip files belonging to this shard.
@@ -127,15 +132,7 @@ class Reader(Array):
         Returns:
             int: Bytes evicted from cache.
         """
-        size = 0
-        for _, zip_info in self.file_pairs:
-            if zip_info:
-                try:
-                    os.remove(self._path(zip_info))
-                except FileNotFoundError:
-                    continue
-                size += zip_info.bytes
-        return size
+        return self._remove([zip_info for _, zip_info in self.file_pairs])
 
     def evict(self) -> int:
         """Remove all files belonging to this shard.

@@ -53,23 +53,6 @@ class JSONReader(SplitTextReader):
         self.columns = columns
         self.newline = newline
 
-    @classmethod
-    def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> JSONReader:
-        """Initialize from JSON object.
-
-        Args:
-            dirname (str): Local directory containing shards.
-            split (str, optional): Which dataset split to use, if any.
-            obj (Dict[str, Any]): JSON object to load.
-
-        Returns:
-            JSONReader: Loaded JSONReader.
-
-        Raises:
-            ValueError: Wrong version or format.
-        """
-        return cls(**cls._args_from_json(dirname, split, obj))
-
     def decode_sample(self, data: bytes) -> dict[str, Any]:
         """Decode a sample dict from bytes.
 

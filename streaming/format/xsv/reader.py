@@ -71,23 +71,6 @@ class XSVReader(SplitTextReader):
         self.separator = separator
         self._decoders = [(n, _encodings[e].decode) for n, e in zip(column_names, column_encodings)]
 
-    @classmethod
-    def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> XSVReader:
-        """Initialize from JSON object.
-
-        Args:
-            dirname (str): Local directory containing shards.
-            split (str, optional): Which dataset split to use, if any.
-            obj (Dict[str, Any]): JSON object to load.
-
-        Returns:
-            XSVReader: Loaded reader.
-
-        Raises:
-            ValueError: Wrong version or format.
-        """
-        return cls(**cls._args_from_json(dirname, split, obj))
-
     def decode_sample(self, data: bytes) -> dict[str, Any]:
         """Decode a sample dict from bytes.
 

@@ -180,7 +180,6 @@ class _FixedSeparatorWriter(XSVWriter):
             Dict[str, Any]: JSON object.
         """
         obj = super().get_config()
-        obj["format"] = self.format
         del obj["separator"]
         return obj
 
