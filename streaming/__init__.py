@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from streaming._lazy import lazy_getattr
 from streaming._version import __version__
 
 # Public name -> module that defines it.
@@ -39,16 +40,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from streaming.stream import Stream
 
 
+_exported = lazy_getattr(__name__, _EXPORTS, globals())
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        # The reference's subpackages (streaming.base, ...) are importable as attributes too.
-        if name in ("base", "format", "plan", "storage", "explore"):
-            return importlib.import_module(f"streaming.{name}")
-        raise AttributeError(f"module 'streaming' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    # The reference's subpackages (streaming.base, ...) are importable as attributes too.
+    if name in ("base", "format", "plan", "storage", "explore"):
+        return importlib.import_module(f"streaming.{name}")
+    return _exported(name)
 
 
 def __dir__() -> list[str]:

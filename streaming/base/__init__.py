@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from streaming import _EXPORTS
+from streaming._lazy import lazy_getattr
 
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streaming.base' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -9,8 +9,9 @@ from a hot path stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streaming._lazy import lazy_getattr
 
 _EXPORTS = {
     "open_index": "streaming.explore.index",
@@ -56,13 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from streaming.explore.terminal import render_text
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streaming.explore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from streaming._lazy import lazy_getattr
 from streaming.format.base.reader import FileInfo, Reader
 from streaming.format.index import get_index_basename
 from streaming.format.shard_files import decompress_shard, verify_hash
@@ -56,13 +57,7 @@ _lazy = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _lazy.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streaming.format' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _lazy, globals())
 
 
 def known_formats() -> set[str]:
