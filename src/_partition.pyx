@@ -2,6 +2,7 @@
 """One worker's share of the ``orig`` partition, computed entry by entry without the full array."""
 
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -62,25 +63,61 @@ def orig_worker_ids(int64_t num_samples, int64_t ncn, int64_t pn, int64_t rpn, i
     cdef int64_t batches = (per_rank + wpr * bs - 1) // (wpr * bs)
     out_arr = np.empty(batches * bs, np.int64)
     cdef int64_t[::1] out = out_arr
-    cdef int64_t f, j, q, t, row, col, start, stop
-    with nogil:
-        for f in range(batches * bs):
-            # Worker entry f is rank entry j (the rank's batches are dealt round-robin).
-            j = (f // bs * wpr + worker) * bs + f % bs
-            if j >= per_rank:
-                out[f] = -1
-                continue
-            # Rank entry j is node entry q; entries past the node's share repeat earlier ones.
-            q = j * rpn + rank
-            if q >= per_node:
-                q -= rpn + underflow - 1
-            # Node entry q is stream entry t, column t // ncn of canonical row t % ncn.
-            t = drop_first + q * pn + node
-            row = t % ncn
-            col = t // ncn
-            if padding and col >= width - padding:
-                col -= pad_src
-            start = row * num_samples // ncn
-            stop = (row + 1) * num_samples // ncn
-            out[f] = start + col - (col == per_cn - 1 and stop - start < per_cn)
+    cdef int64_t f, j, q, t = 0, row = 0, col = 0, start, stop, b, i
+    # Within a batch consecutive entries are rpn * pn stream entries apart: row and column are
+    # stepped instead of divided (the divisions were most of the time); rows' first ids come
+    # from a table when there are not too many rows.
+    cdef int64_t step = rpn * pn, step_row = step % ncn, step_col = step // ncn
+    cdef bint chained = False
+    cdef int64_t *firsts = NULL
+    if ncn <= (1 << 20):
+        firsts = <int64_t *>malloc((ncn + 1) * sizeof(int64_t))
+        if firsts == NULL:
+            raise MemoryError()
+        for row in range(ncn + 1):
+            firsts[row] = row * num_samples // ncn
+    try:
+        with nogil:
+            for b in range(batches):
+                chained = False
+                for i in range(bs):
+                    f = b * bs + i
+                    # Worker entry f is rank entry j (the rank's batches are dealt round-robin).
+                    j = (b * wpr + worker) * bs + i
+                    if j >= per_rank:
+                        out[f] = -1
+                        chained = False
+                        continue
+                    # Rank entry j is node entry q; entries past the node's share repeat earlier
+                    # ones.
+                    q = j * rpn + rank
+                    if q >= per_node:
+                        q -= rpn + underflow - 1
+                        chained = False
+                    # Node entry q is stream entry t, column t // ncn of canonical row t % ncn.
+                    if chained:
+                        row += step_row
+                        col += step_col
+                        if row >= ncn:
+                            row -= ncn
+                            col += 1
+                    else:
+                        t = drop_first + q * pn + node
+                        row = t % ncn
+                        col = t // ncn
+                        chained = q + rpn < per_node
+                    if firsts != NULL:
+                        start = firsts[row]
+                        stop = firsts[row + 1]
+                    else:
+                        start = row * num_samples // ncn
+                        stop = (row + 1) * num_samples // ncn
+                    if padding and col >= width - padding:
+                        out[f] = start + col - pad_src - (
+                            col - pad_src == per_cn - 1 and stop - start < per_cn
+                        )
+                    else:
+                        out[f] = start + col - (col == per_cn - 1 and stop - start < per_cn)
+    finally:
+        free(firsts)
     return out_arr

@@ -47,3 +47,22 @@ def compose_ids(int64_t[:] work, shuffle=None, small_per_big=None):
             work[i] = v
     if bad >= 0:
         raise ValueError(f"sample id {work[bad]} at position {bad} is outside the epoch's id maps")
+
+
+def is_arange(const int64_t[:] ids):
+    """Whether ``ids`` is ``0, 1, ..., len(ids) - 1``.
+
+    Args:
+        ids (NDArray[np.int64]): 1-D ids.
+
+    Returns:
+        bool: ``True`` if ``ids[k] == k`` for every ``k``.
+    """
+    cdef Py_ssize_t i, n = ids.shape[0]
+    cdef bint same = True
+    with nogil:
+        for i in range(n):
+            if ids[i] != i:
+                same = False
+                break
+    return same

@@ -1,27 +1,36 @@
 # cython: language_level=3
 """Shuffle kernels that make a ``numpy.random.Generator``'s draws in the reference's order.
 
-Every draw comes from the Generator's own bit generator through NumPy's C API: the ``bitgen_t``
-behind ``rng.bit_generator.capsule`` (its ``next_uint32`` function pointer, as NumPy's
-``random_interval`` uses it) and NumPy's samplers on that ``bitgen_t``
-(``random_bounded_uint64_fill`` for ``Generator.integers``, ``random_standard_uniform_fill``
-for ``Generator.uniform``), with the bit generator's lock held, as NumPy's own methods do. So
-after a kernel the Generator is exactly where NumPy's equivalent calls would leave it, for any
-bit generator (the reference uses ``default_rng``, i.e. PCG64). Draw order matches the NumPy
-calls of the reference algorithms (``Generator.shuffle`` = ``random_interval`` Fisher-Yates, here
-all draws first and the swaps after; ``Generator.uniform`` = ``low + (high - low) * u``).
+Two ways to draw, with the same results and the Generator left in the same state:
 
-py1e sorts each node in two counting passes over the same draws; rather than storing the
-positions, the first pass draws from a copy of the bit generator made through its public
-``state`` and the second from the Generator itself. Callers validate arguments; kernels re-check
-the bounds that would otherwise let bad input touch memory out of range.
+- Generic (any NumPy bit generator): every draw through NumPy's C API, the ``bitgen_t`` behind
+  ``rng.bit_generator.capsule`` (its ``next_uint32``, as NumPy's ``random_interval`` uses it)
+  and NumPy's samplers on it (``random_bounded_uint64_fill`` for ``Generator.integers``,
+  ``random_standard_uniform_fill`` for ``Generator.uniform``).
+- PCG64 (what the reference's ``default_rng`` is; ``shuffle_nodes`` only): raw outputs of a
+  copy of the bit generator, made a chunk at a time through its ``next_uint64``, read from a
+  buffer with NumPy PCG64's conversions (``next_uint32``: low half, then the buffered high half;
+  ``next_double``: ``(raw >> 11) * 2**-53``); NumPy's samplers run on a ``bitgen_t`` over that
+  buffer. Raws that are not needed (the shifts of a node whose places are not wanted) are
+  jumped over with ``PCG64.advance``; at the end the Generator itself is advanced by the raws
+  read and its buffered half restored (``state``). No PCG64 stepping is written here.
+
+Both hold the bit generator's lock while drawing, as NumPy's own methods do. Draw order matches
+the NumPy calls of the reference algorithms (``Generator.shuffle`` = ``random_interval``
+Fisher-Yates, here all draws first and the swaps after; ``Generator.uniform`` =
+``low + (high - low) * u``). py1e draws each node's positions once and sorts them stably by
+coarse bucket (span by span, then gathered), then by unit. Callers validate arguments; kernels
+re-check the bounds that would otherwise let bad input touch memory out of range.
 """
 
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
+
+import numpy as np
 
 
 cdef extern from "numpy/random/distributions.h":
@@ -127,6 +136,429 @@ cdef extern from *:
         }
         ss_settle(scratch, m, out);
     }
+    /* ---- PCG64 fast path: NumPy's raw 64-bit outputs read from a buffer ----
+       The raw outputs come from NumPy's PCG64 (a copy of the caller's bit generator, stepped
+       only through its bitgen_t next_uint64, a chunk at a time in a tight loop); only the
+       conversions NumPy's PCG64 makes of them are reproduced here: next_uint32 = low half, then
+       the buffered high half (has_uint32 / uinteger), next_double = (raw >> 11) * 2**-53. Raws
+       nobody reads are jumped over with NumPy's PCG64.advance (r->jump). The caller then
+       advances its own bit generator by exactly the raws read (PCG64.advance) and restores the
+       buffered half. (A producer thread filling a ring of chunks was tried: on this 2-core box
+       it was not measurably faster, and slower when the other core was busy.) */
+    #include <pthread.h>
+    #include <stdlib.h>
+    #include <sys/mman.h>
+    #define SR_CHUNK 8192
+    typedef struct ss_raw {
+        const uint64_t *buf;
+        int64_t pos, end, taken;     /* taken: raws of the chunks read before this one */
+        int has_half;
+        uint32_t half;
+        bitgen_t *src;
+        uint64_t *own;               /* the chunk */
+        int64_t own_next;            /* size of the next chunk (grows to SR_CHUNK) */
+        int64_t pending;             /* raws to jump over before the next chunk */
+        void (*jump)(void *ctx, int64_t m);
+        void *jump_ctx;
+    } ss_raw;
+
+    /* 0 on success, -1 out of memory. */
+    static int ss_raw_init(ss_raw *r, bitgen_t *src, int has_half, uint32_t half) {
+        memset(r, 0, sizeof(*r));
+        r->src = src; r->has_half = has_half; r->half = half; r->own_next = 64;
+        r->own = (uint64_t *)malloc(SR_CHUNK * sizeof(uint64_t));
+        return r->own == NULL ? -1 : 0;
+    }
+
+    static void ss_raw_close(ss_raw *r) {
+        free(r->own);
+        r->own = NULL;
+    }
+
+    static void ss_refill(ss_raw *r) {
+        r->taken += r->end;
+        r->pos = 0;
+        if (r->pending) {
+            r->jump(r->jump_ctx, r->pending);
+            r->taken += r->pending;
+            r->pending = 0;
+        }
+        /* Chunks start small so that short calls do not draw far ahead. */
+        int64_t m = r->own_next, k;
+        uint64_t (*next64)(void *) = r->src->next_uint64;
+        void *st = r->src->state;
+        for (k = 0; k < m; k++) r->own[k] = next64(st);
+        r->own_next = m * 2 < SR_CHUNK ? m * 2 : SR_CHUNK;
+        r->buf = r->own;
+        r->end = m;
+    }
+
+    /* Pass over m raws: jumped (PCG64.advance, through r->jump) when they are not buffered;
+       read and dropped if there is no jump. */
+    static void ss_raw_skip(ss_raw *r, int64_t m) {
+        int64_t step = r->end - r->pos;
+        if (m <= step) { r->pos += m; return; }
+        r->pos = r->end;
+        m -= step;
+        if (r->jump != NULL) { r->pending += m; return; }
+        while (m > 0) {
+            ss_refill(r);
+            step = r->end < m ? r->end : m;
+            r->pos = step;
+            m -= step;
+        }
+    }
+    static inline uint64_t ss_next64(ss_raw *r) {
+        if (r->pos == r->end) ss_refill(r);
+        return r->buf[r->pos++];
+    }
+    static inline uint32_t ss_next32(ss_raw *r) {
+        if (r->has_half) { r->has_half = 0; return r->half; }
+        uint64_t v = ss_next64(r);
+        r->has_half = 1;
+        r->half = (uint32_t)(v >> 32);
+        return (uint32_t)v;
+    }
+    static inline double ss_next_double(ss_raw *r) {
+        return (double)(ss_next64(r) >> 11) * (1.0 / 9007199254740992.0);
+    }
+    static uint64_t ss_cb64(void *st) { return ss_next64((ss_raw *)st); }
+    static uint32_t ss_cb32(void *st) { return ss_next32((ss_raw *)st); }
+    static double ss_cbd(void *st) { return ss_next_double((ss_raw *)st); }
+    /* A bitgen_t over the reader, so NumPy's own samplers (random_bounded_uint64_fill) convert
+       its raws exactly as they would the bit generator's. */
+    static inline void ss_raw_bitgen(ss_raw *r, bitgen_t *bg) {
+        bg->state = r; bg->next_uint64 = ss_cb64; bg->next_uint32 = ss_cb32;
+        bg->next_double = ss_cbd; bg->next_raw = ss_cb64;
+    }
+    static inline int64_t ss_raw_used(const ss_raw *r) { return r->taken + r->pos + r->pending; }
+
+    /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
+    static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
+        /* As ss_fisher_yates_raw's draws: the mask is fixed while i keeps its bit length, so
+           the loop carries only i (a compare and a subtract per word). */
+        int64_t i = n - 1;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            while (i > (int64_t)low) {
+                uint32_t w;
+                if (hh) {
+                    hh = 0; w = half;
+                } else {
+                    if (pos == end) {
+                        r->pos = pos; ss_refill(r);
+                        buf = r->buf; pos = r->pos; end = r->end;
+                    }
+                    uint64_t raw = buf[pos++];
+                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
+                }
+                i -= (int64_t)(((uint64_t)w & mask) <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
+    /* py1e's draws for a node whose places are not wanted: block sizes, and the shifts jumped. */
+    static int ss_py1e_skip(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans,
+                            int64_t low, int64_t high) {
+        int warn = 0;
+        for (int64_t k = 0; k < nspans; k++) {
+            uint64_t draw;
+            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+            warn |= (int64_t)draw < sizes[k];  /* the span outgrew its block */
+            ss_raw_skip(r, sizes[k]);
+        }
+        return warn;
+    }
+
+    /* ss_fisher_yates_i64 (n <= 2**32) with the words read from the reader. */
+    static inline void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) {
+        int64_t i = n - 1, k, top;
+        if (i <= 0) return;
+        top = i;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            while (i > (int64_t)low) {
+                uint32_t w;
+                if (hh) {
+                    hh = 0; w = half;
+                } else {
+                    if (pos == end) {
+                        r->pos = pos; ss_refill(r);
+                        buf = r->buf; pos = r->pos; end = r->end;
+                    }
+                    uint64_t raw = buf[pos++];
+                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
+                }
+                uint64_t v = (uint64_t)w & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+        for (i = top; i > 0; i--) {
+            k = j[i];
+            int64_t t = x[i]; x[i] = x[k]; x[k] = t;
+        }
+    }
+
+    /* ---- py1e: order one canonical node's samples by position ----
+       Positions p = i + shift, the shift uniform in a window of about the block size around the
+       span, so a span's samples land in ~window/2**shift coarse buckets. Scattering the
+       whole node at once into its buckets writes to that many places far apart (cache and TLB
+       misses); instead each span is bucketed on its own (it fits in L2), and each bucket is then
+       gathered from the spans that reach it, span by span, and ordered by unit (ss_fine_sort).
+       The gathered order is the samples' index order, so the sort is stable, as before. */
+    /* Coarse buckets are 2**shift units: at least 2**10, and wide enough that a span puts
+       ~16 samples in each bucket it reaches (else gathering is mostly per-piece overhead). */
+    #define SS_COARSE_MIN 10
+    #define SS_COARSE_MAX 16
+    typedef struct {
+        ss_keyed *runs;          /* n: each span's samples, grouped by bucket */
+        double *keys;            /* a span's positions */
+        uint32_t *bk;            /* a span's buckets */
+        int64_t *meta;           /* per span: offset, first bucket, buckets, table base */
+        int64_t *table;          /* per span: bucket starts within its run (+ the end) */
+        int64_t *tot;            /* 3 per node bucket: samples, CSR of spans reaching it, cursor */
+        int32_t *list;
+        ss_keyed *gather, *scratch, *local;
+        int32_t *fine;           /* the fine counts of a bucket */
+        int64_t cap_fine;
+        ss_keyed *gather2, *scratch2;  /* the second thread's */
+        int32_t *fine2;
+        int64_t cap_most2, cap_fine2;
+        int64_t cap_n, cap_span, cap_bk, cap_local, cap_spans, cap_table, cap_nb, cap_list, cap_most;
+    } ss_py1e_space;
+
+    /* Scratch of a node's size is fresh memory on every call, and a page fault per 4 KB page
+       costs more than the work on it (measured ~1.5-3 us a page here): large blocks ask for
+       transparent huge pages. Free with free(). */
+    static void *ss_alloc(size_t bytes) {
+    #if defined(MADV_HUGEPAGE)
+        if (bytes >= ((size_t)1 << 21)) {
+            void *p = NULL;
+            if (posix_memalign(&p, (size_t)1 << 21, bytes) != 0) return NULL;
+            madvise(p, bytes, MADV_HUGEPAGE);
+            return p;
+        }
+    #endif
+        return malloc(bytes ? bytes : 1);
+    }
+    /* Grow *p to hold at least want items (keeping the first *cap). */
+    static int ss_grow(void **p, int64_t *cap, int64_t want, size_t size) {
+        if (want <= *cap) return 0;
+        int64_t c = want + want / 2 + 16;
+        void *q = ss_alloc((size_t)c * size);
+        if (q == NULL) return -1;
+        if (*p != NULL) memcpy(q, *p, (size_t)*cap * size);
+        free(*p);
+        *p = q; *cap = c;
+        return 0;
+    }
+    static void ss_py1e_free(ss_py1e_space *s) {
+        free(s->runs); free(s->keys); free(s->bk); free(s->meta); free(s->table);
+        free(s->tot); free(s->list); free(s->local); free(s->fine);
+        free(s->gather2); free(s->scratch2); free(s->fine2); free(s->gather); free(s->scratch);
+        memset(s, 0, sizeof(*s));
+    }
+    static inline int64_t ss_unit(double p, int64_t n) {
+        /* floor(p) clamped to [0, n - 1]: monotone in p, so bucketing by it keeps the order. */
+        if (p >= (double)(n - 1)) return n - 1;
+        if (p < 1.0) return 0;
+        return (int64_t)p;
+    }
+
+    /* Nodes from this many samples gather and sort their buckets in two threads. */
+    #define SS_PAR_MIN (1 << 18)
+    typedef struct {
+        ss_py1e_space *s;
+        int64_t *ids, *ptr;
+        int64_t b0, b1, out0, width;
+        int shift;
+        ss_keyed *gather, *scratch;
+        int32_t *fine;
+    } ss_gather_job;
+
+    /* Gather buckets [b0, b1) (their places start at out0), each from the spans reaching it,
+       and order them by unit into ids. */
+    static void ss_gather_range(ss_gather_job *jb) {
+        ss_py1e_space *s = jb->s;
+        int64_t out = jb->out0, b, e, w;
+        for (b = jb->b0; b < jb->b1; b++) {
+            int64_t g = 0;
+            for (e = jb->ptr[b]; e < jb->ptr[b + 1]; e++) {
+                int64_t *meta = s->meta + 4 * s->list[e], *start = s->table + meta[3];
+                w = b - meta[1];
+                int64_t a = start[w], z = start[w + 1];
+                if (z > a) {
+                    memcpy(jb->gather + g, s->runs + meta[0] + a, (size_t)(z - a) * sizeof(ss_keyed));
+                    g += z - a;
+                }
+            }
+            ss_fine_sort(jb->gather, g, b << jb->shift, jb->width, jb->scratch, jb->fine,
+                         jb->ids + out);
+            out += g;
+        }
+    }
+    static void *ss_gather_thread(void *arg) {
+        ss_gather_range((ss_gather_job *)arg);
+        return NULL;
+    }
+
+    /* ids[0..n) holds the node's shuffled spans (sizes[0..nspans), n >= 1). Draws each span's
+       block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
+       r when given, else NumPy's fill on bg), and orders ids by position. Returns 1 if a span
+       outgrew its block, 0 if not, -1 when out of memory. */
+    static int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes,
+                            int64_t nspans, int64_t n, int64_t low, int64_t high,
+                            ss_py1e_space *s) {
+        int warn = 0;
+        int64_t k, i, b, w, off = 0, tpos = 0, pairs = 0;
+        int shift = SS_COARSE_MIN;
+        int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
+        while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
+        int64_t nb = ((n - 1) >> shift) + 1, width = (int64_t)1 << shift;
+        if (ss_grow((void **)&s->fine, &s->cap_fine, width + 1, sizeof(int32_t))) return -1;
+        int32_t *fine = s->fine;
+        if (ss_grow((void **)&s->runs, &s->cap_n, n, sizeof(ss_keyed)) ||
+            ss_grow((void **)&s->meta, &s->cap_spans, 4 * nspans, sizeof(int64_t)) ||
+            ss_grow((void **)&s->tot, &s->cap_nb, 3 * (nb + 1), sizeof(int64_t)))
+            return -1;
+        for (k = 0; k < nspans; k++) {
+            int64_t m = sizes[k];
+            uint64_t draw;
+            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
+            if (cutoff < 0) { cutoff = 0; warn = 1; }
+            double lower = -cutoff, upper = cutoff;
+            if (-(double)off > lower) lower = -(double)off;
+            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
+            double width = upper - lower;
+            int64_t *meta = s->meta + 4 * k;
+            meta[0] = off; meta[1] = 0; meta[2] = 0; meta[3] = tpos;
+            if (m == 0) continue;
+            if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
+                ss_grow((void **)&s->bk, &s->cap_bk, m, sizeof(uint32_t)) ||
+                ss_grow((void **)&s->local, &s->cap_local, m, sizeof(ss_keyed)))
+                return -1;
+            double *keys = s->keys;
+            uint32_t *bk = s->bk;
+            if (r != NULL) {
+                for (i = 0; i < m; i++)
+                    keys[i] = (double)(off + i) + (lower + width * ss_next_double(r));
+            } else {
+                random_standard_uniform_fill(bg, m, keys);
+                for (i = 0; i < m; i++) keys[i] = (double)(off + i) + (lower + width * keys[i]);
+            }
+            uint32_t bmin = 0xFFFFFFFFu, bmax = 0;
+            for (i = 0; i < m; i++) {
+                uint32_t v = (uint32_t)(ss_unit(keys[i], n) >> shift);
+                bk[i] = v;
+                bmin = v < bmin ? v : bmin;
+                bmax = v > bmax ? v : bmax;
+            }
+            int64_t nwin = (int64_t)bmax - (int64_t)bmin + 1;
+            if (ss_grow((void **)&s->table, &s->cap_table, tpos + nwin + 1, sizeof(int64_t)))
+                return -1;
+            int64_t *start = s->table + tpos;
+            memset(start, 0, (size_t)(nwin + 1) * sizeof(int64_t));
+            for (i = 0; i < m; i++) start[bk[i] - bmin + 1]++;
+            for (w = 0; w < nwin; w++) start[w + 1] += start[w];
+            int64_t *cur = s->tot + 2 * (nb + 1);  /* cursors (nwin <= nb) */
+            memcpy(cur, start, (size_t)nwin * sizeof(int64_t));
+            /* Bucket the span in a buffer that stays in cache from span to span, then copy it
+               out whole: scattering straight into the node-sized runs would miss on every line. */
+            ss_keyed *run = s->local;
+            for (i = 0; i < m; i++) {
+                int64_t d = cur[bk[i] - bmin]++;
+                run[d].key = keys[i];
+                run[d].val = ids[off + i];
+            }
+            memcpy(s->runs + off, run, (size_t)m * sizeof(ss_keyed));
+            meta[1] = bmin; meta[2] = nwin;
+            tpos += nwin + 1;
+            pairs += nwin;
+            off += m;
+        }
+        /* Spans reaching each bucket (CSR, in span order) and each bucket's size. */
+        int64_t *tot = s->tot, *ptr = s->tot + (nb + 1), *cur = s->tot + 2 * (nb + 1);
+        memset(tot, 0, (size_t)(nb + 1) * sizeof(int64_t));
+        memset(ptr, 0, (size_t)(nb + 1) * sizeof(int64_t));
+        for (k = 0; k < nspans; k++) {
+            int64_t *meta = s->meta + 4 * k, *start = s->table + meta[3];
+            for (w = 0; w < meta[2]; w++) {
+                ptr[meta[1] + w + 1]++;
+                tot[meta[1] + w] += start[w + 1] - start[w];
+            }
+        }
+        int64_t most = 0;
+        for (b = 0; b < nb; b++) {
+            ptr[b + 1] += ptr[b];
+            most = tot[b] > most ? tot[b] : most;
+        }
+        if (ss_grow((void **)&s->list, &s->cap_list, pairs + 1, sizeof(int32_t)))
+            return -1;
+        if (most > s->cap_most) {
+            free(s->gather); free(s->scratch);
+            s->gather = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
+            s->scratch = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
+            s->cap_most = most;
+            if (s->gather == NULL || s->scratch == NULL) { s->cap_most = 0; return -1; }
+        }
+        memcpy(cur, ptr, (size_t)nb * sizeof(int64_t));
+        for (k = 0; k < nspans; k++) {
+            int64_t *meta = s->meta + 4 * k;
+            for (w = 0; w < meta[2]; w++) s->list[cur[meta[1] + w]++] = (int32_t)k;
+        }
+        /* Gather each bucket, span by span, and order it by unit into ids. Buckets are
+           independent: a large node's second half goes to a second thread (own buffers). */
+        ss_gather_job jobs[2];
+        int64_t half = 0, bm = nb, acc = 0;
+        if (n >= SS_PAR_MIN) {
+            for (b = 0; b < nb; b++) {
+                if (acc >= n / 2) { bm = b; half = acc; break; }
+                acc += tot[b];
+            }
+        }
+        for (int t = 0; t < 2; t++) {
+            jobs[t].s = s; jobs[t].ids = ids; jobs[t].shift = shift; jobs[t].width = width;
+            jobs[t].ptr = ptr;
+        }
+        jobs[0].b0 = 0; jobs[0].b1 = bm; jobs[0].out0 = 0;
+        jobs[0].gather = s->gather; jobs[0].scratch = s->scratch; jobs[0].fine = fine;
+        jobs[1].b0 = bm; jobs[1].b1 = nb; jobs[1].out0 = half;
+        if (bm < nb) {
+            if (s->cap_most2 < most) {
+                free(s->gather2); free(s->scratch2);
+                s->gather2 = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
+                s->scratch2 = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
+                s->cap_most2 = most;
+                if (s->gather2 == NULL || s->scratch2 == NULL) { s->cap_most2 = 0; return -1; }
+            }
+            if (ss_grow((void **)&s->fine2, &s->cap_fine2, width + 1, sizeof(int32_t))) return -1;
+            jobs[1].gather = s->gather2; jobs[1].scratch = s->scratch2; jobs[1].fine = s->fine2;
+            pthread_t th;
+            if (pthread_create(&th, NULL, ss_gather_thread, &jobs[1]) == 0) {
+                ss_gather_range(&jobs[0]);
+                pthread_join(th, NULL);
+            } else {
+                ss_gather_range(&jobs[0]);
+                ss_gather_range(&jobs[1]);
+            }
+        } else {
+            ss_gather_range(&jobs[0]);
+        }
+        return warn;
+    }
+
     """
     ctypedef struct ss_keyed:
         double key
@@ -134,6 +566,26 @@ cdef extern from *:
     void ss_fine_sort(const ss_keyed *src, int64_t m, int64_t base, int64_t width,
                       ss_keyed *scratch, int32_t *fine, int64_t *out) nogil
     void ss_fisher_yates_i64(bitgen_t *bg, int64_t *x, uint32_t *j, int64_t n) nogil
+    ctypedef struct ss_raw:
+        int has_half
+        uint32_t half
+        void (*jump)(void *ctx, int64_t m) noexcept nogil
+        void *jump_ctx
+    int ss_raw_init(ss_raw *r, bitgen_t *src, int has_half, uint32_t half) nogil
+    void ss_raw_close(ss_raw *r) nogil
+    void ss_raw_bitgen(ss_raw *r, bitgen_t *bg) nogil
+    int64_t ss_raw_used(const ss_raw *r) nogil
+    double ss_next_double(ss_raw *r) nogil
+    void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
+    void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
+    void *ss_alloc(size_t bytes) nogil
+    int ss_py1e_skip(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int64_t low,
+                     int64_t high) nogil
+    ctypedef struct ss_py1e_space:
+        pass
+    void ss_py1e_free(ss_py1e_space *s) nogil
+    int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes, int64_t nspans,
+                     int64_t n, int64_t low, int64_t high, ss_py1e_space *s) nogil
 
 
 cdef bitgen_t *_bitgen(object bit) except NULL:
@@ -155,26 +607,8 @@ cdef object _bit_generator(object rng):
 
 
 cdef object _copy_of(object bit):
-    """A second bit generator of the same kind, for re-drawing a stretch (see ``_sync``)."""
+    """A second bit generator of the same kind (the raw path's producer of raws)."""
     return type(bit)()
-
-
-cdef int _sync(object copy, object bit) except -1:
-    # Through the public state, so the copy's next draws are exactly ``bit``'s next draws.
-    copy.state = bit.state
-    return 0
-
-
-ctypedef ss_keyed _Keyed
-
-
-cdef enum:
-    # py1e sorts in two counting passes: by ``floor(position) >> _COARSE``, then by the unit within
-    # that; the coarse buckets written concurrently (the shift window / 2**_COARSE) stay in cache.
-    # _DRAWS: uniform doubles drawn at a time for a span's shifts.
-    _COARSE = 10
-    _FINE = 1 << _COARSE
-    _DRAWS = 256
 
 
 cdef uint32_t *_draw_space(Py_ssize_t most) except NULL:
@@ -351,133 +785,10 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
         free(j)
 
 
-cdef inline Py_ssize_t _unit(double p, Py_ssize_t n) noexcept nogil:
-    # floor(position) clamped to [0, n - 1]: monotone in p, so bucketing by it keeps the order.
-    # Truncation equals floor for p >= 0, and both clamp to 0 below.
-    if p >= <double>(n - 1):
-        return n - 1
-    if p < 1.0:
-        return 0
-    return <Py_ssize_t>p
-
-
-cdef struct _SortSpace:
-    # Scratch for spreading and sorting one canonical node of up to ``cap`` samples.
-    Py_ssize_t cap
-    _Keyed *coarse
-    Py_ssize_t *heads
-    _Keyed *scratch
-    Py_ssize_t scratch_cap
-
-
-cdef int _space_init(_SortSpace *sp, Py_ssize_t cap) except -1:
-    sp.cap = cap
-    sp.coarse = <_Keyed *>malloc((cap + 1) * sizeof(_Keyed))
-    sp.heads = <Py_ssize_t *>malloc((((cap + 1) >> _COARSE) + 2) * sizeof(Py_ssize_t))
-    sp.scratch = NULL
-    sp.scratch_cap = 0
-    if sp.coarse == NULL or sp.heads == NULL:
-        _space_free(sp)
-        raise MemoryError()
-    return 0
-
-
-cdef void _space_free(_SortSpace *sp) noexcept:
-    free(sp.coarse)
-    free(sp.heads)
-    free(sp.scratch)
-    sp.coarse = NULL
-    sp.heads = NULL
-    sp.scratch = NULL
-
-
-cdef int _spread_sort(bitgen_t *first, bitgen_t *again, int64_t *ids, const int64_t *sizes, Py_ssize_t nspans,
-                      Py_ssize_t n, int64_t low, int64_t high, _SortSpace *sp) noexcept nogil:
-    """py1e for one node (``n <= sp.cap`` samples): returns 1 if some span outgrew its block,
-    0 if not, -1 when out of memory.
-
-    ``first`` and ``again`` are two bit generators in the same state: the draws are made from
-    each (counting, then placing), so ``again`` ends where NumPy would, and ``first`` is spent.
-    """
-    cdef _Keyed *coarse = sp.coarse
-    cdef Py_ssize_t *heads = sp.heads
-    cdef Py_ssize_t nb = ((n - 1) >> _COARSE) + 1
-    cdef int32_t fine[_FINE + 1]
-    cdef double draws[_DRAWS]
-    cdef int warn = 0
-    cdef Py_ssize_t k, i, c, off = 0, span, b, j, start, end, m, most = 0
-    cdef int64_t block
-    cdef double cutoff, lower, upper, width, p
-    if n == 0:
-        return 0
-    for b in range(nb + 1):
-        heads[b] = 0
-    # Two passes over the same draws: count samples per coarse bucket, then place them, drawing
-    # again from the second bit generator rather than storing and re-reading the positions.
-    cdef bitgen_t *bg = first
-    cdef int pass_
-    for pass_ in range(2):
-        if pass_ == 1:
-            bg = again
-            for b in range(nb):
-                if heads[b + 1] > most:
-                    most = heads[b + 1]
-                heads[b + 1] += heads[b]
-        off = 0
-        for k in range(nspans):
-            span = sizes[k]
-            block = _integer(bg, low, high)
-            cutoff = (<double>block - <double>span) / 2.0
-            if cutoff < 0:
-                cutoff = 0
-                warn = 1
-            # Python's max/min on (-cutoff, -offset) and (cutoff, room): same values.
-            lower = -cutoff
-            if -<double>off > lower:
-                lower = -<double>off
-            upper = cutoff
-            if <double>(n - off - span) < upper:
-                upper = <double>(n - off - span)
-            width = upper - lower
-            # Generator.uniform: lower + width * next_double (random_uniform), one draw each.
-            c = off
-            while c < off + span:
-                m = off + span - c if off + span - c < _DRAWS else _DRAWS
-                random_standard_uniform_fill(bg, m, draws)
-                if pass_ == 0:
-                    for i in range(c, c + m):
-                        p = <double>i + (lower + width * draws[i - c])
-                        heads[(_unit(p, n) >> _COARSE) + 1] += 1
-                else:
-                    # Stable scatter into coarse buckets; heads[b] ends as bucket b's end.
-                    for i in range(c, c + m):
-                        p = <double>i + (lower + width * draws[i - c])
-                        b = _unit(p, n) >> _COARSE
-                        j = heads[b]
-                        coarse[j].key = p
-                        coarse[j].val = ids[i]
-                        heads[b] = j + 1
-                c += m
-            off += span
-    if most > sp.scratch_cap:
-        free(sp.scratch)
-        sp.scratch = <_Keyed *>malloc(most * sizeof(_Keyed))
-        if sp.scratch == NULL:
-            sp.scratch_cap = 0
-            return -1
-        sp.scratch_cap = most
-    cdef _Keyed *scratch = sp.scratch
-    start = 0
-    for b in range(nb):
-        end = heads[b]
-        ss_fine_sort(&coarse[start], end - start, b << _COARSE, _FINE, scratch, fine, &ids[start])
-        start = end
-    return warn
-
-
 def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes,
                   const int64_t[:] node_spans, int64_t low, int64_t high, int64_t[:] out,
-                  const int64_t[:] want=None, const int64_t[:] want_bounds=None):
+                  const int64_t[:] want=None, const int64_t[:] want_bounds=None,
+                  const int64_t[:] order=None, bint exact=True, int _mode=0):
     """Shuffle every canonical node of an epoch (``py1s`` or ``py1e``) in one pass.
 
     Node ``c`` holds spans ``node_spans[c] .. node_spans[c+1]`` (begins and sizes in final
@@ -500,6 +811,13 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         out (NDArray[np.int64]): The epoch (``sizes.sum()`` long), or ``len(want)`` values.
         want (NDArray[np.int64], optional): Places to keep, grouped by node.
         want_bounds (NDArray[np.int64], optional): ``num_nodes + 1`` offsets into ``want``.
+        order (NDArray[np.int64], optional): With ``want``: the value of ``want[k]`` goes to
+            ``out[order[k]]`` instead of ``out[k]`` (see ``group_places``).
+        exact (bool): Leave ``rng`` exactly where NumPy's calls would. With ``want`` and
+            ``exact=False``, the nodes after the last wanted place are not drawn (``rng`` is
+            then left somewhere else). Defaults to ``True``.
+        _mode (int): Tests only: 0 picks the path, 1 forces the generic ``bitgen_t`` path, 2
+            the PCG64 raw path (needs a PCG64 generator).
 
     Returns:
         bool: ``py1e``: whether some span outgrew its block (so was not spread).
@@ -530,8 +848,15 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
             raise ValueError("want_bounds must have num_nodes + 1 entries")
         if want_bounds[0] != 0 or want_bounds[num_nodes] != want.shape[0]:
             raise ValueError("want_bounds must run from 0 to len(want)")
-        if out.shape[0] != want.shape[0]:
-            raise ValueError("out must hold one value per wanted place")
+        if order is None:
+            if out.shape[0] != want.shape[0]:
+                raise ValueError("out must hold one value per wanted place")
+        else:
+            if order.shape[0] != want.shape[0]:
+                raise ValueError("order must hold one entry per wanted place")
+            for k in range(order.shape[0]):
+                if not 0 <= order[k] < out.shape[0]:
+                    raise ValueError(f"order entry {k} ({order[k]}) is outside out")
         for c in range(num_nodes):
             if want_bounds[c + 1] < want_bounds[c]:
                 raise ValueError("want_bounds must ascend")
@@ -539,28 +864,31 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         raise ValueError(f"spans hold {total} samples but the output holds {out.shape[0]}")
     cdef int64_t *buf = NULL
     cdef uint32_t *j = NULL
-    cdef _SortSpace sp
-    sp.coarse = NULL
-    sp.heads = NULL
-    sp.scratch = NULL
+    cdef ss_py1e_space sp
+    memset(&sp, 0, sizeof(sp))
     bit = _bit_generator(rng)
     cdef bitgen_t *bg = _bitgen(bit)
-    copy = _copy_of(bit) if spread else None
-    cdef bitgen_t *copy_bg = _bitgen(copy) if spread else NULL
+    if _raw_mode(bit, _mode, _largest(sizes)):
+        return _shuffle_nodes_raw(bit, spread, begins, sizes, node_spans, low, high,
+                                  out, want, want_bounds, order, largest, exact)
+    cdef bint has_order = order is not None
+    cdef Py_ssize_t last = num_nodes - 1
+    if pick:
+        last = _last_needed(spread, sizes, node_spans, want_bounds, low)
     cdef int warn = 0, got
     cdef int64_t *dst
     cdef Py_ssize_t bad = -1
     try:
         j = _draw_space(_largest(sizes))
         if pick:
-            buf = <int64_t *>malloc((largest + 1) * sizeof(int64_t))
+            buf = <int64_t *>ss_alloc((largest + 1) * sizeof(int64_t))
             if buf == NULL:
                 raise MemoryError()
-        if spread:
-            _space_init(&sp, largest)
         with bit.lock:
             with nogil:
                 for c in range(num_nodes):
+                    if pick and not exact and c > last:
+                        break
                     a = node_spans[c]
                     z = node_spans[c + 1]
                     n = 0
@@ -573,10 +901,8 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                             dst[place + c2] = begins[k] + c2
                         ss_fisher_yates_i64(bg, &dst[place], j, sizes[k])
                         place += sizes[k]
-                    if spread:
-                        with gil:
-                            _sync(copy, bit)
-                        got = _spread_sort(copy_bg, bg, dst, &sizes[a], z - a, n, low, high, &sp)
+                    if spread and n:
+                        got = ss_py1e_node(NULL, bg, dst, &sizes[a], z - a, n, low, high, &sp)
                         if got < 0:
                             bad = -2
                             break
@@ -587,16 +913,260 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                             if place < 0 or place >= n:
                                 bad = k
                                 break
-                            out[k] = buf[place]
+                            out[order[k] if has_order else k] = buf[place]
                         if bad >= 0:
                             break
                     node_start += n
     finally:
         free(buf)
         free(j)
-        _space_free(&sp)
+        ss_py1e_free(&sp)
     if bad == -2:
         raise MemoryError()
     if bad >= 0:
         raise ValueError(f"wanted place {want[bad]} (entry {bad}) is outside its node")
     return warn == 1
+
+
+_PCG64 = None
+
+
+cdef int _raw_mode(object bit, int mode, Py_ssize_t largest_span) except -1:
+    """Whether to take the PCG64 raw path (1) or the generic ``bitgen_t`` path (0)."""
+    global _PCG64
+    if _PCG64 is None:
+        from numpy.random import PCG64
+        _PCG64 = PCG64
+    cdef bint pcg = type(bit) is _PCG64
+    if mode == 1:
+        return 0
+    if mode == 2:
+        if not pcg:
+            raise ValueError("the raw path needs a PCG64 bit generator")
+        return 1
+    if mode != 0:
+        raise ValueError(f"_mode must be 0, 1 or 2, got {mode}")
+    # Fisher-Yates past 2**32 samples draws 64-bit intervals: left to the generic path.
+    return 1 if pcg and largest_span <= 0xFFFFFFFF else 0
+
+
+cdef int _raw_open(ss_raw *r, object bit, object copy) except -1:
+    # The copy starts where ``bit`` is; the reader starts with ``bit``'s buffered half, if any.
+    state = bit.state
+    copy.state = state
+    if ss_raw_init(r, _bitgen(copy), <int>state["has_uint32"], <uint32_t>state["uinteger"]) < 0:
+        ss_raw_close(r)
+        raise MemoryError()
+    return 0
+
+
+cdef int _raw_finish(ss_raw *r, object bit) except -1:
+    """Put ``bit`` exactly where NumPy's calls would have: the raws read, then the half buffer."""
+    cdef int64_t used = ss_raw_used(r)
+    if used:
+        bit.advance(used)
+    state = bit.state
+    state["has_uint32"] = r.has_half
+    state["uinteger"] = r.half
+    bit.state = state
+    return 0
+
+
+cdef Py_ssize_t _last_needed(bint spread, const int64_t[:] sizes, const int64_t[:] node_spans,
+                             const int64_t[:] want_bounds, int64_t low):
+    # A span no longer than ``low`` never outgrows its block (drawn from [low, high)).
+    cdef Py_ssize_t c, k, last = -1
+    for c in range(node_spans.shape[0] - 1):
+        if want_bounds[c + 1] > want_bounds[c]:
+            last = c
+        elif spread:
+            for k in range(node_spans[c], node_spans[c + 1]):
+                if sizes[k] > low:
+                    last = c
+                    break
+    return last
+
+
+cdef void _jump(void *ctx, int64_t m) noexcept nogil:
+    # The reader's jump over raws nobody reads: NumPy's own PCG64.advance on the copy.
+    with gil:
+        (<object>ctx).advance(m)
+
+
+cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
+                               const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
+                               int64_t high, int64_t[:] out, const int64_t[:] want,
+                               const int64_t[:] want_bounds, const int64_t[:] order,
+                               Py_ssize_t largest, bint exact):
+    """``shuffle_nodes`` for a PCG64 generator, reading its raw outputs (arguments checked).
+
+    With ``want``, a node with no wanted place is only drawn past (its shifts jumped), and
+    without ``exact`` the nodes after the last wanted one are not drawn at all.
+    """
+    cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1
+    cdef bint pick = want is not None
+    cdef int64_t *buf = NULL
+    cdef uint32_t *j = NULL
+    cdef ss_py1e_space sp
+    memset(&sp, 0, sizeof(sp))
+    cdef ss_raw r
+    cdef bitgen_t rbg
+    cdef int warn = 0, got
+    cdef int64_t *dst
+    cdef Py_ssize_t bad = -1, c, c2, k, a, z, n, place, node_start = 0, last = num_nodes - 1
+    cdef bint has_order = order is not None
+    if pick:
+        # The last node to draw: the last with a wanted place, or with a span that may outgrow
+        # its block (py1e's warning).
+        last = _last_needed(spread, sizes, node_spans, want_bounds, low)
+    copy = _copy_of(bit)
+    try:
+        j = _draw_space(_largest(sizes))
+        if pick:
+            buf = <int64_t *>ss_alloc((largest + 1) * sizeof(int64_t))
+            if buf == NULL:
+                raise MemoryError()
+        with bit.lock:
+            _raw_open(&r, bit, copy)
+            r.jump = _jump
+            r.jump_ctx = <void *>copy
+            ss_raw_bitgen(&r, &rbg)
+            try:
+                with nogil:
+                    for c in range(num_nodes):
+                        if c > last and not exact:
+                            break
+                        a = node_spans[c]
+                        z = node_spans[c + 1]
+                        n = 0
+                        for k in range(a, z):
+                            n += sizes[k]
+                        if pick:
+                            for k in range(want_bounds[c], want_bounds[c + 1]):
+                                if want[k] < node_start or want[k] >= node_start + n:
+                                    bad = k
+                                    break
+                            if bad >= 0:
+                                break
+                            if want_bounds[c + 1] == want_bounds[c]:
+                                for k in range(a, z):
+                                    ss_fisher_yates_skip(&r, sizes[k])
+                                if spread and n:
+                                    warn |= ss_py1e_skip(&r, &rbg, &sizes[a], z - a, low, high)
+                                node_start += n
+                                continue
+                        dst = buf if pick else &out[node_start]
+                        place = 0
+                        for k in range(a, z):
+                            for c2 in range(sizes[k]):
+                                dst[place + c2] = begins[k] + c2
+                            ss_fisher_yates_raw(&r, &dst[place], j, sizes[k])
+                            place += sizes[k]
+                        if spread and n:
+                            got = ss_py1e_node(&r, &rbg, dst, &sizes[a], z - a, n, low, high, &sp)
+                            if got < 0:
+                                bad = -2
+                                break
+                            warn |= got
+                        if pick:
+                            for k in range(want_bounds[c], want_bounds[c + 1]):
+                                out[order[k] if has_order else k] = buf[want[k] - node_start]
+                        node_start += n
+            finally:
+                ss_raw_close(&r)
+                _raw_finish(&r, bit)
+    finally:
+        free(buf)
+        free(j)
+        ss_py1e_free(&sp)
+    if bad == -2:
+        raise MemoryError()
+    if bad >= 0:
+        raise ValueError(f"wanted place {want[bad]} (entry {bad}) is outside its node")
+    return warn == 1
+
+
+cdef inline Py_ssize_t _node_of(int64_t p, const int64_t[::1] table, int shift,
+                                const int64_t[:] node_starts, Py_ssize_t num_nodes) noexcept nogil:
+    # The last node starting at or before p: from the table, then forward.
+    cdef Py_ssize_t lo = table[p >> shift]
+    while lo + 1 < num_nodes and node_starts[lo + 1] <= p:
+        lo += 1
+    return lo
+
+
+def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[:] out):
+    """Group an epoch's places by canonical node, for ``shuffle_nodes(..., want, want_bounds,
+    order)``; ``out[k]`` is set to ``-1`` where ``places[k]`` is negative (padding).
+
+    Args:
+        places (NDArray[np.int64]): Places of the epoch, or negative for none.
+        node_starts (NDArray[np.int64]): ``num_nodes + 1`` ascending first places of each node
+            (the last: the number of places in the epoch).
+        out (NDArray[np.int64]): As long as ``places``.
+
+    Returns:
+        Tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]: ``want`` (the
+            non-negative places, node by node, in their order within ``places``),
+            ``want_bounds`` (``num_nodes + 1`` offsets into ``want``) and ``order`` (the index
+            in ``places`` of each entry of ``want``).
+
+    Raises:
+        ValueError: If a place is past the epoch, or the arguments do not match.
+    """
+    cdef Py_ssize_t num_nodes = node_starts.shape[0] - 1, k, lo, valid = 0
+    cdef Py_ssize_t n = places.shape[0]
+    if num_nodes < 1 or node_starts[0] != 0:
+        raise ValueError("node_starts must start at 0 and name at least one node")
+    for k in range(num_nodes):
+        if node_starts[k + 1] < node_starts[k]:
+            raise ValueError("node_starts must ascend")
+    if out.shape[0] != n:
+        raise ValueError("out must be as long as places")
+    cdef int64_t total = node_starts[num_nodes], p, most = -1
+    for k in range(n):
+        if places[k] > most:
+            most = places[k]
+    if most >= total:
+        raise ValueError(f"place {most} is outside the epoch of {total}")
+    # Places switch node every few entries: a binary search per place mispredicts. A table of
+    # up to 2**16 entries gives the node at the start of each 2**shift places instead.
+    cdef int shift = 0
+    while total > 0 and (total - 1) >> shift >= (1 << 16):
+        shift += 1
+    table_arr = np.empty(((total - 1) >> shift) + 1 if total > 0 else 1, np.int64)
+    cdef int64_t[::1] table = table_arr
+    lo = 0
+    for k in range(table.shape[0]):
+        while lo + 1 < num_nodes and node_starts[lo + 1] <= (<int64_t>k << shift):
+            lo += 1
+        table[k] = lo
+    bounds_arr = np.zeros(num_nodes + 1, np.int64)
+    cdef int64_t[::1] bounds = bounds_arr
+    with nogil:
+        for k in range(n):
+            p = places[k]
+            if p < 0:
+                out[k] = -1
+                continue
+            bounds[_node_of(p, table, shift, node_starts, num_nodes) + 1] += 1
+            valid += 1
+        for k in range(num_nodes):
+            bounds[k + 1] += bounds[k]
+    want_arr = np.empty(valid, np.int64)
+    order_arr = np.empty(valid, np.int64)
+    cdef int64_t[::1] want = want_arr
+    cdef int64_t[::1] order = order_arr
+    cursor_arr = bounds_arr[:-1].copy()
+    cdef int64_t[::1] cursor = cursor_arr
+    cdef int64_t d
+    with nogil:
+        for k in range(n):
+            p = places[k]
+            if p >= 0:
+                lo = _node_of(p, table, shift, node_starts, num_nodes)
+                d = cursor[lo]
+                cursor[lo] = d + 1
+                want[d] = p
+                order[d] = k
+    return want_arr, bounds_arr, order_arr

@@ -46,25 +46,29 @@ def first_visits(const int64_t[::1] ids not None, const int64_t[::1] starts not 
     out_first = np.empty(m, np.int64)
     cdef int64_t[::1] shards_view = out_shards
     cdef int64_t[::1] first_view = out_first
-    cdef int64_t cur_lo = 0, cur_hi = 0  # the id range of the last shard found (runs are common)
+    # A shuffled plan changes shard at almost every id: a binary search per id mispredicts at
+    # every step. Instead a table of up to 2**16 entries gives the shard at the start of each
+    # 2**shift ids, and few shards (usually none) start within one such stretch.
+    cdef int shift = 0
+    while (num_samples - 1) >> shift >= (1 << 16):
+        shift += 1
+    table_arr = np.empty(((num_samples - 1) >> shift) + 1, np.int64)
+    cdef int64_t[::1] table = table_arr
+    lo = 0
+    for i in range(table.shape[0]):
+        while lo + 1 < m and starts[lo + 1] <= (<int64_t>i << shift):
+            lo += 1
+        table[i] = lo
     lo = 0
     for i in range(n):
         sid = ids[i]
         if sid < 0 or sid >= num_samples:
             raise ValueError(f"first_visits: sample id {sid} at position {i} is out of range "
                              f"[0, {num_samples})")
-        if cur_lo <= sid < cur_hi:
-            continue  # same shard as the previous id: already seen
-        lo = 0
-        hi = m
-        while hi - lo > 1:  # the last start <= sid
-            mid = (lo + hi) >> 1
-            if starts[mid] <= sid:
-                lo = mid
-            else:
-                hi = mid
-        cur_lo = starts[lo]
-        cur_hi = starts[lo + 1] if lo + 1 < m else num_samples
+        # The last start <= sid: from the table, then forward past shards starting before it.
+        lo = table[sid >> shift]
+        while lo + 1 < m and starts[lo + 1] <= sid:
+            lo += 1
         shard = shard_of_start[lo]
         if not seen[shard]:
             seen[shard] = 1

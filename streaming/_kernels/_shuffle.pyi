@@ -33,4 +33,12 @@ def shuffle_nodes(
     out: NDArray[np.int64],
     want: NDArray[np.int64] | None = ...,
     want_bounds: NDArray[np.int64] | None = ...,
+    order: NDArray[np.int64] | None = ...,
+    exact: bool = ...,
+    _mode: int = ...,
 ) -> bool: ...
+def group_places(
+    places: NDArray[np.int64],
+    node_starts: NDArray[np.int64],
+    out: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]: ...

@@ -286,6 +286,8 @@ def _py1e_nodes(
     out: NDArray[np.int64],
     want: NDArray[np.int64] | None = None,
     want_bounds: NDArray[np.int64] | None = None,
+    order: NDArray[np.int64] | None = None,
+    exact: bool = True,
 ) -> None:
     """The py1e spread of every node (see ``_shuffle.shuffle_nodes``), raising as the reference."""
     low, high = int(0.75 * block_size), int(1.25 * block_size)
@@ -311,6 +313,8 @@ def _py1e_nodes(
         out,
         want,
         want_bounds,
+        order,
+        exact=exact,
     )
     if warn:
         warnings.warn(_SMALL_BLOCK_WARNING, stacklevel=3)
@@ -336,7 +340,10 @@ def shuffle_places(
 
     For ``py1s`` and ``py1e`` the epoch's shuffle is never held whole: each canonical node is
     built in turn in reused scratch and only the wanted places are kept, so memory is one node's
-    worth plus ``places``. Other algorithms build the whole shuffle and index it.
+    worth plus ``places``. A node holding none of the places is only drawn past (its draws are
+    still made, in order, but neither laid out nor sorted; with NumPy's PCG64 its py1e shifts are
+    jumped over), and nodes after the last one needed are not drawn at all. A share of a quarter
+    of the epoch or more, and other algorithms, build the whole shuffle and index it.
 
     Args:
         algo (str): Which shuffling algorithm to use (``naive, py1br, py1e, py1s, py2s``).
@@ -360,30 +367,33 @@ def shuffle_places(
     # up in the whole shuffle than node by node; memory stays about one int64 array of the epoch.
     if algo not in ("py1s", "py1e") or 4 * len(places) >= int(np.sum(shard_sizes)):
         full = get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+        if len(places) == len(full) and _plan.is_arange(places):
+            return full  # a lone worker's places are the epoch in order: nothing to look up
         out = places if overwrite and places.flags.writeable else places.copy()
         _plan.compose_ids(out, full, None)
         return out
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         shard_sizes, num_canonical_nodes, seed, epoch
     )
-    valid = places >= 0
-    wanted = places[valid]
-    if wanted.size and int(wanted.max()) >= num_samples:
-        raise ValueError(f"place {int(wanted.max())} is outside the epoch of {num_samples}")
-    # Group the wanted places by canonical node (stable radix sort on the node index).
-    span_ends = np.concatenate([[0], np.cumsum(span_sizes)])
-    node_ends = span_ends[_bounds(node_spans)[1:]]
-    node = np.searchsorted(node_ends, wanted, side="right")
-    order = np.argsort(
-        node.astype(np.uint16 if len(node_spans) < 1 << 16 else np.int64), kind="stable"
-    )
-    want = wanted[order]
-    counts = np.bincount(node, minlength=len(node_spans))
-    want_bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    got = np.empty(len(want), np.int64)
+    bounds = _bounds(node_spans)
+    node_starts = np.concatenate([[0], np.cumsum(span_sizes)])[bounds]
+    out = places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
+    want, want_bounds, order = _shuffle.group_places(places, node_starts, out)
+    # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
-            epoch_rng, "py1s", begins, span_sizes, _bounds(node_spans), 0, 1, got, want, want_bounds
+            epoch_rng,
+            "py1s",
+            begins,
+            span_sizes,
+            bounds,
+            0,
+            1,
+            out,
+            want,
+            want_bounds,
+            order,
+            exact=False,
         )
     else:
         _py1e_nodes(
@@ -393,14 +403,12 @@ def shuffle_places(
             epoch_rng,
             num_canonical_nodes,
             block_size,
-            got,
+            out,
             want,
             want_bounds,
+            order,
+            exact=False,
         )
-    values = np.empty(len(want), np.int64)
-    values[order] = got
-    out = np.full(len(places), -1, np.int64)
-    out[valid] = values
     return out
 
 

@@ -372,3 +372,208 @@ def test_shuffle_spans_long_spans_equal_twin(seed, sizes, pre):
     _shuffle.shuffle_spans(ours, begins, np.array(sizes, np.int64), out)
     assert np.array_equal(out, _twin_shuffle_spans(twin, begins.tolist(), sizes))
     assert _same_state(ours, twin)
+
+
+# The PCG64 raw path (NumPy's PCG64 outputs read in bulk, unneeded ones jumped over) and the
+# generic bitgen_t path must give NumPy's draws, values and generator state alike.
+_MODES = {"generic": 1, "raw": 2}
+
+
+def _nodes_case(node_sizes):
+    sizes = [s for node in node_sizes for s in node]
+    begins = np.cumsum([0, *sizes])[:-1].astype(np.int64) * 3 + 7
+    bounds = np.cumsum([0] + [len(node) for node in node_sizes]).astype(np.int64)
+    return begins, np.array(sizes, np.int64), bounds
+
+
+def _twin_nodes(rng, algo, begins, node_sizes, low, high):
+    expect, warn, k = [], False, 0
+    for node in node_sizes:
+        ids = _twin_shuffle_spans(rng, begins[k : k + len(node)].tolist(), node)
+        if algo == "py1e" and len(ids):
+            ids, w = _twin_py1e(rng, ids, node, low, high)
+            warn |= w
+        expect.append(ids)
+        k += len(node)
+    return np.concatenate(expect), warn
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    node_sizes=st.lists(
+        st.lists(st.sampled_from([0, 1, 2, 3, 17, 255, 256, 257, 1000, 9000]), max_size=4),
+        min_size=1,
+        max_size=4,
+    ),
+    algo=st.sampled_from(["py1s", "py1e"]),
+    mode=st.sampled_from(sorted(_MODES)),
+    low=st.integers(0, 3000),
+    extra=st.integers(1, 3000),
+    pre=st.integers(0, 3),
+)
+def test_raw_path_equals_numpy(seed, node_sizes, algo, mode, low, extra, pre):
+    if algo == "py1e":
+        node_sizes = [s if sum(s) else s + [1] for s in node_sizes]
+    begins, sizes, bounds = _nodes_case(node_sizes)
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([ours, twin], pre)
+    out = np.empty(int(sizes.sum()), np.int64)
+    warn = _shuffle.shuffle_nodes(
+        ours, algo, begins, sizes, bounds, low, low + extra, out, _mode=_MODES[mode]
+    )
+    expect, twin_warn = _twin_nodes(twin, algo, begins, node_sizes, low, low + extra)
+    assert np.array_equal(out, expect)
+    assert warn == twin_warn
+    assert _same_state(ours, twin)
+    assert ours.integers(0, 2**63) == twin.integers(0, 2**63)
+    assert ours.random() == twin.random()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    node_sizes=st.lists(
+        st.lists(st.integers(0, 700), min_size=1, max_size=4), min_size=1, max_size=6
+    ),
+    algo=st.sampled_from(["py1s", "py1e"]),
+    mode=st.sampled_from(sorted(_MODES)),
+    low=st.integers(0, 800),
+    pre=st.integers(0, 1),
+    data=st.data(),
+)
+def test_wanted_places_skip_nodes_exactly(seed, node_sizes, algo, mode, low, pre, data):
+    # Nodes without a wanted place are drawn past (shifts jumped); with exact=False the nodes
+    # after the last one needed are not drawn at all. Values and the py1e warning stay the same.
+    if algo == "py1e":
+        node_sizes = [s if sum(s) else s + [1] for s in node_sizes]
+    begins, sizes, bounds = _nodes_case(node_sizes)
+    total = int(sizes.sum())
+    twin = np.random.default_rng(seed)
+    _predraw([twin], pre)
+    full, twin_warn = _twin_nodes(twin, algo, begins, node_sizes, low, low + 200)
+    starts = np.concatenate([[0], np.cumsum([sum(node) for node in node_sizes])])
+    chosen = data.draw(st.lists(st.integers(0, len(node_sizes) - 1), max_size=3))
+    places = [p for c in chosen for p in range(int(starts[c]), int(starts[c + 1]), 3)]
+    places = np.array(data.draw(st.permutations(places)) if places else [], np.int64)
+    places = np.concatenate([places, [-1]]) if total else places
+    for exact in (True, False):
+        rng = np.random.default_rng(seed)
+        _predraw([rng], pre)
+        out = np.full(len(places), 99, np.int64)
+        want, want_bounds, order = _shuffle.group_places(places, starts.astype(np.int64), out)
+        warn = _shuffle.shuffle_nodes(
+            rng,
+            algo,
+            begins,
+            sizes,
+            bounds,
+            low,
+            low + 200,
+            out,
+            want,
+            want_bounds,
+            order,
+            exact=exact,
+            _mode=_MODES[mode],
+        )
+        assert np.array_equal(out, np.where(places >= 0, full[np.maximum(places, 0)], -1))
+        assert warn == twin_warn
+        if exact:
+            assert _same_state(rng, twin)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    node_lengths=st.lists(st.integers(0, 50), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_group_places_equals_twin(node_lengths, data):
+    starts = np.concatenate([[0], np.cumsum(node_lengths)]).astype(np.int64)
+    total = int(starts[-1])
+    places = np.array(
+        data.draw(st.lists(st.integers(-3, total - 1) if total else st.just(-1), max_size=40)),
+        np.int64,
+    )
+    out = np.zeros(len(places), np.int64)
+    want, want_bounds, order = _shuffle.group_places(places, starts, out)
+    valid = np.flatnonzero(places >= 0)
+    node = np.searchsorted(starts, places[valid], side="right") - 1
+    twin_order = valid[np.argsort(node, kind="stable")]
+    assert np.array_equal(order, twin_order)
+    assert np.array_equal(want, places[twin_order])
+    assert np.array_equal(
+        want_bounds, np.searchsorted(np.sort(node), np.arange(len(starts)), "left")
+    )
+    assert (out[places < 0] == -1).all()
+
+
+def test_group_places_rejects_places_past_the_epoch():
+    with pytest.raises(ValueError, match="outside the epoch of 5"):
+        _shuffle.group_places(
+            np.array([1, 5], np.int64), np.array([0, 2, 5], np.int64), np.empty(2, np.int64)
+        )
+
+
+def test_raw_path_long_epoch_equals_generic_and_numpy():
+    # Many chunks of raws (refills, a chunk ending inside a span's words or shifts).
+    node_sizes = [[40_000, 25_000, 1], [70_000]]
+    begins, sizes, bounds = _nodes_case(node_sizes)
+    results = []
+    for mode in (1, 2):
+        rng = np.random.default_rng(2**63 + 5)
+        _predraw([rng], 1)
+        out = np.empty(int(sizes.sum()), np.int64)
+        _shuffle.shuffle_nodes(rng, "py1e", begins, sizes, bounds, 30_000, 90_000, out, _mode=mode)
+        results.append((out, rng.bit_generator.state))
+    twin = np.random.default_rng(2**63 + 5)
+    _predraw([twin], 1)
+    expect, _ = _twin_nodes(twin, "py1e", begins, node_sizes, 30_000, 90_000)
+    for out, state in results:
+        assert np.array_equal(out, expect)
+        assert state == twin.bit_generator.state
+
+
+def test_raw_path_needs_pcg64():
+    with pytest.raises(ValueError, match="PCG64"):
+        _shuffle.shuffle_nodes(
+            np.random.Generator(np.random.MT19937(0)),
+            "py1s",
+            np.array([0], np.int64),
+            np.array([3], np.int64),
+            np.array([0, 1], np.int64),
+            0,
+            1,
+            np.empty(3, np.int64),
+            _mode=2,
+        )
+
+
+@pytest.mark.parametrize(
+    ("ids", "expect"),
+    [
+        ([], True),
+        ([0], True),
+        ([0, 1, 2], True),
+        ([1], False),
+        ([0, 2, 1], False),
+        ([0, 1, -1], False),
+    ],
+)
+def test_is_arange(ids, expect):
+    assert _plan.is_arange(np.array(ids, np.int64)) is expect
+
+
+@pytest.mark.parametrize("mode", sorted(_MODES))
+def test_py1e_large_node_sorts_in_two_threads_exactly(mode):
+    # A node past the two-thread threshold (2**18 samples): buckets split between two threads.
+    node_sizes = [[120_000, 90_000, 7, 60_000]]
+    begins, sizes, bounds = _nodes_case(node_sizes)
+    rng, twin = np.random.default_rng(77), np.random.default_rng(77)
+    out = np.empty(int(sizes.sum()), np.int64)
+    _shuffle.shuffle_nodes(
+        rng, "py1e", begins, sizes, bounds, 100_000, 160_000, out, _mode=_MODES[mode]
+    )
+    expect, _ = _twin_nodes(twin, "py1e", begins, node_sizes, 100_000, 160_000)
+    assert np.array_equal(out, expect)
+    assert _same_state(rng, twin)

@@ -44,3 +44,19 @@ def test_shuffle_places_equals_indexing(sizes, ncn, algo, seed, epoch, block, da
 def test_shuffle_places_rejects_places_outside_the_epoch():
     with pytest.raises(ValueError, match="outside the epoch"):
         shuffle_places("py1s", np.array([5, 5], np.int64), 2, 0, 0, 10, np.array([10]))
+
+
+@pytest.mark.parametrize("algo", ["py1s", "py1e", "py2s"])
+def test_shuffle_places_lone_worker_and_large_share(algo):
+    # All places in order (a lone worker) is the whole shuffle; a large share in any order, and a
+    # small share spread over a few nodes (others drawn past or not drawn), index it the same.
+    sizes = np.array([700, 0, 1300, 90, 2000, 400], np.int64)
+    args = (algo, sizes, 6, 31, 2, 1500)
+    full = get_shuffle(*args)
+    total = int(sizes.sum())
+    assert np.array_equal(shuffle_places(*args, np.arange(total)), full)
+    rng = np.random.default_rng(3)
+    for places in (rng.permutation(total), rng.choice(total, 40), np.array([4000, 4001, -1])):
+        places = places.astype(np.int64)
+        got = shuffle_places(*args, places.copy(), overwrite=True)
+        assert np.array_equal(got, np.where(places >= 0, full[np.maximum(places, 0)], -1))
