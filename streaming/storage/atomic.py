@@ -4,10 +4,47 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
-from typing import Iterator
+from typing import Any, Iterator
 
-__all__ = ["atomic_file", "fsync_dir"]
+__all__ = ["atomic_file", "fsync_dir", "start_writeback"]
+
+# Linux's sync_file_range(2) flag: start writing these dirty pages out, don't wait.
+_SYNC_FILE_RANGE_WRITE = 2
+_sync_file_range: Any = None  # resolved on first use; False where unavailable
+
+
+def start_writeback(fd: int, offset: int, length: int) -> None:
+    """Start writing ``[offset, offset + length)`` of ``fd`` to disk without waiting for it.
+
+    A file written at network speed and then fsynced waits at the end for all of its dirty
+    pages (~20 ms for 64 MB here); handing each written stretch to the disk as it completes
+    leaves the final fsync only the last stretch (~2 ms), the way databases bound their
+    fsyncs. Linux only (``sync_file_range``); elsewhere, and on any error, a no-op: the final
+    fsync still makes the file durable either way.
+
+    Args:
+        fd (int): An open, writable file descriptor.
+        offset (int): First byte of the stretch.
+        length (int): Its length in bytes.
+    """
+    global _sync_file_range
+    if _sync_file_range is None:
+        _sync_file_range = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                func = ctypes.CDLL(None, use_errno=True).sync_file_range
+                func.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong,
+                                 ctypes.c_uint]
+                func.restype = ctypes.c_int
+                _sync_file_range = func
+            except (OSError, AttributeError):
+                pass
+    if _sync_file_range and length > 0:
+        _sync_file_range(fd, offset, length, _SYNC_FILE_RANGE_WRITE)
 
 
 def fsync_dir(dirname: str) -> None:

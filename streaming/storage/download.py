@@ -21,11 +21,13 @@ import os
 import pathlib
 import shutil
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable
 
-from streaming.storage.atomic import atomic_file
+from streaming.storage.atomic import atomic_file, start_writeback
 from streaming.storage.filesystem import is_local, resolve, resolve_options, split_scheme
+from streaming.storage.partial import publishing
 from streaming.storage.retry import backoff_delay, call_with_retry, is_retryable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +55,7 @@ __all__ = [
     "SFTPDownloader",
     "download",
     "download_file",
+    "publishes_head",
 ]
 
 DEFAULT_TIMEOUT = 60.0
@@ -61,8 +64,14 @@ DEFAULT_BACKOFF = 0.5
 # Objects larger than this are fetched as parallel ranged GETs of this size.
 DEFAULT_CHUNK_SIZE = 64 << 20
 DEFAULT_MAX_CONCURRENCY = 8
-# Bytes per read from an S3 response body into the destination file.
-S3_READ_BLOCK = 8 << 20
+# Bytes per read from an S3 response body into the destination file: small enough that the
+# block is still in the CPU cache when it is written out (500 MB over loopback, 2 streams:
+# 0.33-0.39 s of client CPU with 1 MiB blocks, 0.32-0.89 s with 8 MiB, 0.39-0.43 s with 256 KiB).
+S3_READ_BLOCK = 1 << 20
+# The first block read of a download whose head readers may watch (see partial.py).
+EARLY_BLOCK = 64 << 10
+# Bytes written to a download's temp file between hand-offs to the disk (see start_writeback).
+WRITEBACK_EVERY = 8 << 20
 
 # Kept for code that imports them from the reference's module.
 BOTOCORE_CLIENT_ERROR_CODES = {"403", "404", "NoSuchKey"}
@@ -79,6 +88,17 @@ class DownloadError(OSError):
 
 class IncompleteReadError(OSError):
     """A response carried fewer (or more) bytes than the object's size: retried."""
+
+
+_buffers = threading.local()
+
+
+def _read_buffer() -> memoryview:
+    """This thread's reusable block buffer for response bodies."""
+    buffer = getattr(_buffers, "block", None)
+    if buffer is None or len(buffer) != S3_READ_BLOCK:
+        buffer = _buffers.block = memoryview(bytearray(S3_READ_BLOCK))
+    return buffer
 
 
 def download(
@@ -131,6 +151,22 @@ def download(
     if _is_async(fs):
         return job.fetch_async(local_path)
     return job.fetch_threads(local_path)
+
+
+def publishes_head(remote_url: str) -> bool:
+    """Whether :func:`download` of ``remote_url`` writes the file front to back and publishes
+    its head as it grows (:func:`streaming.storage.partial.read_head` can follow it).
+
+    Args:
+        remote_url (str): A storage URL or a local path.
+
+    Returns:
+        bool: ``True`` for URLs read through the S3 API.
+    """
+    try:
+        return resolve_options(remote_url)[0] == "s3"
+    except ValueError:
+        return False
 
 
 def download_file(remote: str | None, local: str, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -276,19 +312,12 @@ class _Job:
         """Fetch through a shared botocore client: the first request asks for the first chunk
         (learning the size from its ``Content-Range``, so small objects take one request and no
         HEAD); the rest of a larger object follows as parallel ranged GETs."""
-        try:
-            from streaming.storage.s3client import s3_client
-            client = s3_client(options, self.timeout)
-        except ImportError as e:
-            raise ImportError(f"{self.url}: reading this URL needs the `boto3` package; install "
-                              f"it with `pip install 'shardstream[s3]'`") from e
-        bucket, _, key = self.path.partition("/")
-        if not key or key.endswith("/"):
-            raise IsADirectoryError(f"{self.url}: is a directory, not a file")
-        extra = {"RequestPayer": "requester"} if options.get("requester_pays") else {}
-        with atomic_file(local_path) as (fd, _):
-            size, whole = self._retry_sync(
-                "get", lambda: self._s3_get(client, bucket, key, extra, fd, first=True))
+        client = self._s3_client(options)
+        bucket, key, extra = self._s3_target(options)
+        with atomic_file(local_path) as (fd, tmp), publishing(local_path, tmp) as advance:
+            # The first request writes from byte 0 on: readers may see that head grow.
+            size, whole = self._retry_sync("get", lambda: self._s3_get(
+                client, bucket, key, extra, fd, first=True, advance=advance))
             if not whole:
                 os.ftruncate(fd, size)
 
@@ -306,15 +335,20 @@ class _Job:
             return size
 
     def _s3_get(self, client: Any, bucket: str, key: str, extra: dict[str, str], fd: int,
-                start: int = 0, end: int | None = None,
-                first: bool = False) -> tuple[int, bool]:
+                start: int = 0, end: int | None = None, first: bool = False,
+                advance: Callable[[int], None] | None = None) -> tuple[int, bool]:
         """GET bytes ``[start, end)`` (or, if ``first``, the first chunk) into ``fd`` at their
         offset; returns the object's size and whether the whole object is now written.
-        botocore errors become builtins (see s3client.py)."""
+        ``advance(n)`` is told after each block that the first ``n`` bytes are written (when
+        ``start`` is 0). botocore errors become builtins (see s3client.py)."""
         from streaming.storage.s3client import error_code, translate_s3_error
 
         if first:
             end = self.chunk_size
+        buffer = _read_buffer()
+        if advance is not None and start == 0:
+            advance(0)  # a retry starts over
+
         try:
             try:
                 resp = client.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}",
@@ -335,24 +369,31 @@ class _Job:
                 size = int(resp["ContentLength"])
                 start, end = 0, size
             expected = min(end, size) - start
-            got = 0
+            got = flushed = 0
             body = resp["Body"]
             try:
                 readinto = getattr(body, "readinto", None)
-                if readinto is not None:  # into one buffer: no new bytes object per block
-                    view = memoryview(bytearray(max(1, min(S3_READ_BLOCK, expected))))
-                    while got < expected:
-                        n = readinto(view[:expected - got])
-                        if not n:
-                            break
-                        os.pwrite(fd, view[:n], start + got)
-                        got += n
+                # A read returns only when its block is full: while readers may be watching
+                # the head grow, start small and double up to the full block size.
+                step = EARLY_BLOCK if advance is not None else len(buffer)
                 while got < expected:
-                    block = body.read(min(S3_READ_BLOCK, expected - got))
-                    if not block:
+                    want = min(step, expected - got)
+                    step = min(2 * step, len(buffer))
+                    if readinto is not None:  # into one reused buffer: no new bytes per block
+                        n = readinto(buffer[:want])
+                        block = buffer[:n]
+                    else:
+                        block = body.read(want)
+                        n = len(block)
+                    if not n:
                         break
                     os.pwrite(fd, block, start + got)
-                    got += len(block)
+                    got += n
+                    if advance is not None and start == 0:
+                        advance(got)
+                    if got - flushed >= WRITEBACK_EVERY or got == expected:
+                        start_writeback(fd, start + flushed, got - flushed)
+                        flushed = got
             finally:
                 body.close()
         except Exception as error:
@@ -364,6 +405,21 @@ class _Job:
             raise IncompleteReadError(f"{self.url}: got {got} bytes, expected {expected} "
                                       f"(range {start}-{start + expected})")
         return size, start == 0 and expected == size
+
+    def _s3_client(self, options: dict[str, Any]) -> Any:
+        try:
+            from streaming.storage.s3client import s3_client
+            return s3_client(options, self.timeout)
+        except ImportError as e:
+            raise ImportError(f"{self.url}: reading this URL needs the `boto3` package; install "
+                              f"it with `pip install 'shardstream[s3]'`") from e
+
+    def _s3_target(self, options: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
+        bucket, _, key = self.path.partition("/")
+        if not key or key.endswith("/"):
+            raise IsADirectoryError(f"{self.url}: is a directory, not a file")
+        extra = {"RequestPayer": "requester"} if options.get("requester_pays") else {}
+        return bucket, key, extra
 
     @staticmethod
     def _s3_is_dir(client: Any, bucket: str, key: str, extra: dict[str, str]) -> bool:

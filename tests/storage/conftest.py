@@ -33,6 +33,8 @@ class FaultProxy(LoopbackServer):
     - ``truncate``: send the status, the headers (with the full ``Content-Length``) and half the
       body, then close.
     - ``error503``: answer ``503 SlowDown`` as a throttled S3 would.
+    - ``pause`` (scripted only; not a failure): send half the body, wait until :meth:`resume`
+      (or ``stall_seconds``), then the rest.
 
     ``script`` faults are used first, one per eligible request, in order; after that each
     eligible request is sabotaged with probability ``rate`` (seeded) until ``limit`` faults in
@@ -55,6 +57,8 @@ class FaultProxy(LoopbackServer):
         self.requests: dict[str, int] = {}
         self.injected: list[str] = []
         self.stopping = threading.Event()
+        self.resumed = threading.Event()
+        self.paused = threading.Event()  # set once a paused response has sent its first half
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -133,6 +137,13 @@ class FaultProxy(LoopbackServer):
         handler.end_headers()
         if method == "HEAD":
             return
+        if fault == "pause" and len(data) > 1:
+            handler.wfile.write(data[: len(data) // 2])
+            handler.wfile.flush()
+            self.paused.set()
+            self.resumed.wait(self.stall_seconds)
+            handler.wfile.write(data[len(data) // 2:])
+            return
         if fault == "truncate" and len(data) > 1:
             handler.wfile.write(data[: len(data) // 2])
             handler.wfile.flush()
@@ -141,8 +152,13 @@ class FaultProxy(LoopbackServer):
             return
         handler.wfile.write(data)
 
+    def resume(self) -> None:
+        """Let paused responses send the rest of their bodies."""
+        self.resumed.set()
+
     def stop(self) -> None:
-        self.stopping.set()  # release stalled handlers first
+        self.stopping.set()  # release stalled and paused handlers first
+        self.resumed.set()
         super().stop()
 
 

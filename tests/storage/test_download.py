@@ -207,3 +207,31 @@ def test_sync_filesystem_flaky_reads_are_retried(tmp_path: pathlib.Path) -> None
     with pytest.raises(DownloadError, match=r"memory://b/flaky.*after 3 attempt"):
         job.fetch_threads(str(tmp_path / "flaky2"))
     assert not (tmp_path / "flaky2").exists()
+
+
+@pytest.mark.parametrize("chunk", [64 << 20, 700_000])
+def test_s3_written_stretches_go_to_disk_as_they_complete(
+        s3_bucket: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        chunk: int) -> None:
+    """Every byte written is handed to the disk once, in stretches, before the final fsync."""
+    import streaming.storage.download as dl
+
+    handed: list[tuple[int, int]] = []
+    real = dl.start_writeback
+
+    def record(fd: int, offset: int, length: int) -> None:
+        handed.append((offset, length))
+        real(fd, offset, length)  # the real call must leave the bytes intact
+
+    monkeypatch.setattr(dl, "start_writeback", record)
+    monkeypatch.setattr(dl, "WRITEBACK_EVERY", 1 << 20)
+    data = os.urandom(3 * 1024 * 1024 + 777)
+    url = _put(s3_bucket, "wb.bin", data)
+    assert download(url, str(tmp_path / "wb"), chunk_size=chunk, max_concurrency=3) == len(data)
+    assert (tmp_path / "wb").read_bytes() == data
+    covered = sorted(handed)
+    assert covered[0][0] == 0 and all(length > 0 for _, length in covered)
+    assert all(a + n == b for (a, n), (b, _) in zip(covered, covered[1:]))  # no gap, no overlap
+    assert covered[-1][0] + covered[-1][1] == len(data)
+    if chunk > len(data):  # one GET: stretches of about WRITEBACK_EVERY
+        assert 3 <= len(covered) <= 5

@@ -20,12 +20,17 @@ def _put(bucket_url: str, key: str, data: bytes, endpoint: str) -> str:
     return f"{bucket_url}/{key}"
 
 
+@pytest.mark.parametrize("client", ["signed", "botocore"])
 @pytest.mark.parametrize("fault", ["drop", "truncate", "error503", "stall"])
 def test_each_fault_is_survived(
-    s3_bucket: str, s3_endpoint: str, tmp_path: pathlib.Path, fault_proxy, fault: str
+    s3_bucket: str, s3_endpoint: str, tmp_path: pathlib.Path, fault_proxy, fault: str,
+    client: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = os.urandom(300_000)
     url = _put(s3_bucket, f"f/{fault}.bin", data, s3_endpoint)
+    if client == "botocore":  # a proxy setting sends downloads through botocore's own client
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     # The first GET is sabotaged; the retry must succeed with identical bytes.
     proxy = fault_proxy(script=[fault], stall_seconds=30.0)
     dest = tmp_path / "out.bin"

@@ -1,5 +1,7 @@
-"""The shared botocore client for s3:// downloads: what it downloads (moto on 127.0.0.1), and
-its background prewarm (one client per process and options, waited for, dropped across fork)."""
+"""The shared client for s3:// downloads (the botocore-signed urllib3 client for an explicit
+endpoint, botocore's generated client otherwise): what each downloads from moto on 127.0.0.1,
+which one is chosen, and the background prewarm (one client per process and options, waited
+for, dropped across fork)."""
 
 from __future__ import annotations
 
@@ -32,9 +34,21 @@ def fresh_clients(s3_bucket: str) -> str:
     clear_filesystem_cache()
 
 
-def test_downloads_ranged_whole_empty_and_odd_names(fresh_clients: str,
-                                                    tmp_path: pathlib.Path) -> None:
+def _use_botocore_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A proxy setting is one thing only botocore's client honours: it is chosen instead (and,
+    # told to bypass the proxy for loopback, still reaches moto directly).
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    clear_filesystem_cache()
+
+
+@pytest.mark.parametrize("kind", ["SignedS3Client", "S3"])
+def test_downloads_ranged_whole_empty_and_odd_names(kind: str, fresh_clients: str,
+                                                    tmp_path: pathlib.Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     bucket = fresh_clients
+    if kind == "S3":  # botocore's generated client class
+        _use_botocore_client(monkeypatch)
     data = os.urandom(300_001)
     _put(bucket, "dir/odd name+ü~(1).bin", data)
     _put(bucket, "empty.bin", b"")
@@ -46,8 +60,7 @@ def test_downloads_ranged_whole_empty_and_odd_names(fresh_clients: str,
     assert (tmp_path / "b").read_bytes() == data
     assert download(f"{bucket}/empty.bin", str(tmp_path / "e")) == 0
     assert (tmp_path / "e").read_bytes() == b""
-    type_name = type(s3client.s3_client(resolve_options(url)[1], 60.0)).__name__
-    assert type_name == "S3"  # botocore's generated client class
+    assert type(s3client.s3_client(resolve_options(url)[1], 60.0)).__name__ == kind
 
 
 def test_missing_key_and_directory(fresh_clients: str, tmp_path: pathlib.Path) -> None:
@@ -87,10 +100,10 @@ def test_prewarm_builds_the_client_downloads_use(fresh_clients: str,
     assert list(s3client._clients.values()) == [got[0]]  # the prewarm built no second one
     assert download(f"{bucket}/k.bin", str(tmp_path / "k"), timeout=60.0) == 7
     assert list(s3client._clients.values()) == [got[0]]
-    # Another timeout is another client (its read timeout differs), from the same session.
+    # Another timeout is another client (its read timeout differs).
     other = s3client.s3_client(options, 5.0)
-    assert other is not got[0] and other.meta.config.read_timeout == 5.0
-    assert got[0].meta.config.read_timeout == 60.0
+    assert other is not got[0] and other.timeout == 5.0
+    assert got[0].timeout == 60.0
 
 
 def test_prewarm_ignores_other_schemes_and_bad_urls(fresh_clients: str) -> None:
@@ -133,3 +146,30 @@ def test_fresh_process_prewarm_then_fork(fresh_clients: str, tmp_path: pathlib.P
     assert out.stdout.split() == ["True", "0"]
     for name in ("k-parent", "k-child"):
         assert (tmp_path / name).read_bytes() == b"payload"
+
+
+def test_prewarm_pauses_the_collector_only_while_it_runs(fresh_clients: str) -> None:
+    import gc
+
+    seen: list[bool] = []
+    real = s3client.s3_client
+
+    def spy(options: dict, timeout: float) -> object:
+        seen.append(gc.isenabled())
+        return real(options, timeout)
+
+    s3client.s3_client = spy  # type: ignore[assignment]
+    try:
+        assert gc.isenabled()
+        s3client.prewarm(f"{fresh_clients}/x", 60.0)
+        s3client.wait_prewarm()
+        assert seen == [False] and gc.isenabled()
+        gc.disable()  # someone else's choice is kept
+        try:
+            with s3client._gc_paused():
+                pass
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        s3client.s3_client = real  # type: ignore[assignment]
