@@ -15,6 +15,7 @@ reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_FromLongLong
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -87,21 +88,26 @@ def check_shard(const unsigned char[::1] buf not None, Py_ssize_t samples, str f
     return _u32(&buf[4])
 
 
-cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char[::1] buf, Py_ssize_t idx,
-                                                 Py_ssize_t samples, str filename) except *:
-    cdef Py_ssize_t size = buf.shape[0]
+cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ssize_t size,
+                                                 Py_ssize_t idx, Py_ssize_t samples,
+                                                 str filename) except *:
     cdef Py_ssize_t begin, end
     if idx < 0 or idx >= samples:
         raise IndexError(f"{filename}: relative sample index {idx} is out of range "
                          f"[0, {samples})")
     if size < 4 + 4 * (idx + 2):
         raise ValueError(f"{filename}: shard is truncated (offset table cut short)")
-    begin = _u32(&buf[4 + 4 * idx])
-    end = _u32(&buf[8 + 4 * idx])
+    begin = _u32(buf + 4 + 4 * idx)
+    end = _u32(buf + 8 + 4 * idx)
     if begin > end or end > size:
         raise ValueError(f"{filename}: sample {idx} spans bytes [{begin}, {end}) which is not "
                          f"inside the shard ({size} bytes)")
     return begin, end
+
+
+cdef inline const unsigned char* _base(const unsigned char[::1] buf):
+    # An empty buffer has no first byte; every reader of it checks the size first.
+    return &buf[0] if buf.shape[0] else NULL
 
 
 def row_bytes(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t samples,
@@ -118,8 +124,41 @@ def row_bytes(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t 
         bytes: The row.
     """
     cdef Py_ssize_t begin, end
-    begin, end = _row_bounds(buf, idx, samples, filename)
-    return PyBytes_FromStringAndSize(<const char*>&buf[0] + begin, end - begin)
+    cdef const unsigned char* base = _base(buf)
+    begin, end = _row_bounds(base, buf.shape[0], idx, samples, filename)
+    return PyBytes_FromStringAndSize(<const char*>base + begin, end - begin)
+
+
+def rows_span(const unsigned char[::1] buf not None, const int64_t[::1] rows not None,
+              Py_ssize_t samples, str filename):
+    """The bytes that rows read in order span in the shard.
+
+    Args:
+        buf: The whole raw shard.
+        rows (int64 array): Rows, as read.
+        samples (int): Sample count of the shard.
+        filename (str): Shard path, named in errors.
+
+    Returns:
+        Optional[Tuple[int, int]]: Where the first row begins and the last one ends, or ``None``
+            if ``rows`` is empty or not strictly increasing.
+
+    Raises:
+        IndexError: The first or last row is out of range.
+        ValueError: Their bounds are not inside the shard.
+    """
+    cdef Py_ssize_t n = rows.shape[0], i, begin, end, unused
+    cdef const unsigned char* base = _base(buf)
+    if n == 0:
+        return None
+    for i in range(1, n):
+        if rows[i] <= rows[i - 1]:
+            return None
+    begin, unused = _row_bounds(base, buf.shape[0], rows[0], samples, filename)
+    unused, end = _row_bounds(base, buf.shape[0], rows[n - 1], samples, filename)
+    if end < begin:
+        return None
+    return begin, end
 
 
 cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder):
@@ -190,34 +229,97 @@ cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder
     return arr
 
 
-cdef dict _decode(const unsigned char[::1] buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
-                  tuple names, const int64_t[::1] kinds, tuple decoders,
-                  const int64_t[::1] fixed, tuple arrays, str filename):
-    cdef Py_ssize_t ncol = fixed.shape[0]
-    cdef Py_ssize_t col, k = 0, size, pos, total = 0, num_var = 0
+cdef class Columns:
+    """How a shard's rows are cut into column values: checked once, shared by every decode.
+
+    Args:
+        names (tuple): Column names, in shard order.
+        kinds (int64 array): Per column: 0 bytes, 1 UTF-8 str, 2 call ``decoders[col]``,
+            3 little-endian int64 to ``int``, 4 ``ndarray`` encoding cut here (needs
+            ``arrays``); 3 and 4 fall back to ``decoders[col]`` for anything unusual.
+        decoders (tuple): Per column decode callables (used for kind 2).
+        fixed (int64 array): Per column fixed size in bytes, or -1 if variable.
+        arrays (tuple, optional): Per column, for kind 4: ``(dtype or None, shape or None)``,
+            what the ``ndarray`` encoding string fixes (``None`` for other kinds).
+
+    Raises:
+        ValueError: The per-column arguments are inconsistent.
+    """
+
+    cdef tuple names
+    cdef tuple decoders
+    cdef tuple arrays
+    cdef const int64_t[::1] kinds
+    cdef const int64_t[::1] fixed
+    cdef Py_ssize_t num_var
+
+    def __init__(self, tuple names, const int64_t[::1] kinds not None, tuple decoders,
+                 const int64_t[::1] fixed not None, tuple arrays=None):
+        cdef Py_ssize_t col
+        if names is None or decoders is None:
+            raise ValueError("Columns: names and decoders are required")
+        if kinds.shape[0] != fixed.shape[0] or len(names) != fixed.shape[0] \
+                or len(decoders) != fixed.shape[0] \
+                or (arrays is not None and len(arrays) != fixed.shape[0]):
+            raise ValueError("Columns: column arrays differ in length")
+        for col in range(kinds.shape[0]):
+            if kinds[col] == 4:
+                spec = None if arrays is None else arrays[col]
+                if not (isinstance(spec, tuple) and len(spec) == 2
+                        and (spec[0] is None or isinstance(spec[0], np.dtype))
+                        and (spec[1] is None or isinstance(spec[1], tuple))):
+                    raise ValueError(f"Columns: ndarray column {col} needs a (dtype, shape) spec")
+                if spec[1] is not None:
+                    for dim in spec[1]:
+                        if not isinstance(dim, int) or dim < 1:
+                            raise ValueError(f"Columns: ndarray column {col} has a bad shape")
+        self.names = names
+        self.kinds = kinds
+        self.decoders = decoders
+        self.fixed = fixed
+        self.arrays = arrays
+        self.num_var = 0
+        for col in range(fixed.shape[0]):
+            if fixed[col] < 0:
+                self.num_var += 1
+
+    def __reduce__(self):
+        return Columns, (self.names, np.asarray(self.kinds), self.decoders,
+                         np.asarray(self.fixed), self.arrays)
+
+    def decode(self, const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t samples,
+               str filename):
+        """Decode one row of a shard into a sample dict (see :func:`decode_row`)."""
+        cdef Py_ssize_t begin, end
+        cdef const unsigned char* base = _base(buf)
+        begin, end = _row_bounds(base, buf.shape[0], idx, samples, filename)
+        return _decode(base, begin, end, idx, self, filename)
+
+
+cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
+                  Columns cols, str filename):
+    cdef Py_ssize_t ncol = cols.fixed.shape[0]
+    cdef Py_ssize_t col, k = 0, size, pos, total = 0, num_var = cols.num_var
     cdef Py_ssize_t length = end - begin
-    cdef const char* base = <const char*>&buf[0] + begin
+    cdef const char* base = <const char*>buf + begin
     cdef int64_t kind
     cdef int64_t i64
     cdef dict out = {}
     cdef object value
-    for col in range(ncol):
-        if fixed[col] < 0:
-            num_var += 1
     if length < 4 * num_var:
         raise ValueError(f"{filename}: sample {idx} is {length} bytes, too short for its "
                          f"{num_var} column sizes")
     pos = 4 * num_var
     for col in range(ncol):
-        size = fixed[col]
+        size = cols.fixed[col]
         if size < 0:
             size = _u32(<const unsigned char*>base + 4 * k)
             k += 1
         total = pos + size
         if total > length:
-            raise ValueError(f"{filename}: sample {idx} column {names[col]!r} runs past the end "
-                             f"of the sample ({total} > {length} bytes)")
-        kind = kinds[col]
+            raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the "
+                             f"end of the sample ({total} > {length} bytes)")
+        kind = cols.kinds[col]
         if kind == 0:
             value = PyBytes_FromStringAndSize(base + pos, size)
         elif kind == 1:
@@ -225,33 +327,13 @@ cdef dict _decode(const unsigned char[::1] buf, Py_ssize_t begin, Py_ssize_t end
         elif kind == 3 and size >= 8 and _NATIVE_LE:
             memcpy(&i64, base + pos, 8)
             value = PyLong_FromLongLong(i64)
-        elif kind == 4 and arrays is not None:
-            value = _ndarray(base + pos, size, arrays[col], decoders[col])
+        elif kind == 4 and cols.arrays is not None:
+            value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
         else:
-            value = decoders[col](PyBytes_FromStringAndSize(base + pos, size))
-        out[names[col]] = value
+            value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
+        out[cols.names[col]] = value
         pos = total
     return out
-
-
-cdef _check_columns(tuple names, const int64_t[::1] kinds, tuple decoders,
-                    const int64_t[::1] fixed, tuple arrays, str where):
-    cdef Py_ssize_t col
-    if kinds.shape[0] != fixed.shape[0] or len(names) != fixed.shape[0] \
-            or len(decoders) != fixed.shape[0] \
-            or (arrays is not None and len(arrays) != fixed.shape[0]):
-        raise ValueError(f"{where}: column arrays differ in length")
-    for col in range(kinds.shape[0]):
-        if kinds[col] == 4:
-            spec = None if arrays is None else arrays[col]
-            if not (isinstance(spec, tuple) and len(spec) == 2
-                    and (spec[0] is None or isinstance(spec[0], np.dtype))
-                    and (spec[1] is None or isinstance(spec[1], tuple))):
-                raise ValueError(f"{where}: ndarray column {col} needs a (dtype, shape) spec")
-            if spec[1] is not None:
-                for dim in spec[1]:
-                    if not isinstance(dim, int) or dim < 1:
-                        raise ValueError(f"{where}: ndarray column {col} has a bad shape")
 
 
 def decode_row(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t samples,
@@ -263,15 +345,8 @@ def decode_row(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t
         buf: The whole raw shard (already checked with :func:`check_shard`).
         idx (int): Row index in the shard.
         samples (int): Sample count of the shard.
-        names (tuple): Column names, in shard order.
-        kinds (int64 array): Per column: 0 bytes, 1 UTF-8 str, 2 call ``decoders[col]``,
-            3 little-endian int64 to ``int``, 4 ``ndarray`` encoding cut here (needs
-            ``arrays``); 3 and 4 fall back to ``decoders[col]`` for anything unusual.
-        decoders (tuple): Per column decode callables (used for kind 2).
-        fixed (int64 array): Per column fixed size in bytes, or -1 if variable.
+        names, kinds, decoders, fixed, arrays: The columns (see :class:`Columns`).
         filename (str): Shard path, named in errors.
-        arrays (tuple, optional): Per column, for kind 4: ``(dtype or None, shape or None)``,
-            what the ``ndarray`` encoding string fixes (``None`` for other kinds).
 
     Returns:
         dict: Column name -> decoded value.
@@ -281,9 +356,10 @@ def decode_row(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t
         ValueError: The row's bytes are inconsistent with the shard or its columns.
     """
     cdef Py_ssize_t begin, end
-    _check_columns(names, kinds, decoders, fixed, arrays, "decode_row")
-    begin, end = _row_bounds(buf, idx, samples, filename)
-    return _decode(buf, begin, end, idx, names, kinds, decoders, fixed, arrays, filename)
+    cdef Columns cols = Columns(names, kinds, decoders, fixed, arrays)
+    cdef const unsigned char* base = _base(buf)
+    begin, end = _row_bounds(base, buf.shape[0], idx, samples, filename)
+    return _decode(base, begin, end, idx, cols, filename)
 
 
 def decode_rows(const unsigned char[::1] buf not None, const int64_t[::1] idxs not None,
@@ -295,11 +371,116 @@ def decode_rows(const unsigned char[::1] buf not None, const int64_t[::1] idxs n
     Returns:
         list: One sample dict per index, in order.
     """
-    cdef Py_ssize_t i, begin, end
-    cdef list out = []
-    _check_columns(names, kinds, decoders, fixed, arrays, "decode_rows")
-    for i in range(idxs.shape[0]):
-        begin, end = _row_bounds(buf, idxs[i], samples, filename)
-        out.append(_decode(buf, begin, end, idxs[i], names, kinds, decoders, fixed, arrays,
-                           filename))
-    return out
+    cdef Columns cols = Columns(names, kinds, decoders, fixed, arrays)
+    return list(Rows(((buf, samples, cols, filename),), None, idxs))
+
+
+cdef class Rows:
+    """Decode rows of one or more shards lazily: one sample dict per ``next``.
+
+    Decoding as the consumer asks (instead of a block of dicts at once) lets each sample's
+    memory be reused for the next one: a burst of freshly allocated rows costs a page fault per
+    4 KB when the C heap has shrunk in between, which dominated iteration over 8 KB rows.
+
+    Args:
+        shards (tuple): Per shard slot, ``(buf, samples, columns, filename)``: the whole raw
+            shard (checked with :func:`check_shard`), its sample count, its :class:`Columns`
+            and its path (named in errors). The buffers are held until the iterator is
+            dropped.
+        slots (int64 array, optional): Per position, which slot of ``shards`` it reads
+            (``None``: every position reads slot 0).
+        rows (int64 array): Per position, the row index within its shard.
+
+    Raises:
+        ValueError: ``slots`` and ``rows`` differ in length or a slot is out of range.
+    """
+
+    cdef list views  # keeps every buffer exported while its pointer is in use
+    cdef list columns
+    cdef list filenames
+    cdef const unsigned char** bases
+    cdef Py_ssize_t* sizes
+    cdef Py_ssize_t* samples
+    cdef Py_ssize_t num_slots
+    cdef object slot_array
+    cdef object row_array
+    cdef const int64_t[::1] slots
+    cdef const int64_t[::1] rows
+    cdef bint one_slot
+    cdef Py_ssize_t pos
+
+    def __cinit__(self):
+        self.num_slots = 0
+        self.bases = NULL
+        self.sizes = NULL
+        self.samples = NULL
+
+    def __init__(self, tuple shards not None, slots, rows not None):
+        cdef Py_ssize_t i, n = len(shards)
+        cdef const unsigned char[::1] view
+        cdef Py_ssize_t s
+        self.num_slots = 0  # exhausted until fully set up (see __next__)
+        if n < 1:
+            raise ValueError("Rows: no shards given")
+        self.row_array = np.ascontiguousarray(rows, np.int64)
+        self.rows = self.row_array
+        self.one_slot = slots is None
+        if not self.one_slot:
+            self.slot_array = np.ascontiguousarray(slots, np.int64)
+            self.slots = self.slot_array
+            if self.slots.shape[0] != self.rows.shape[0]:
+                raise ValueError("Rows: slots and rows differ in length")
+            for i in range(self.slots.shape[0]):
+                s = self.slots[i]
+                if s < 0 or s >= n:
+                    raise ValueError(f"Rows: slot {s} is out of range [0, {n})")
+        PyMem_Free(self.bases)  # (in case __init__ is called again)
+        PyMem_Free(self.sizes)
+        PyMem_Free(self.samples)
+        self.bases = NULL
+        self.sizes = NULL
+        self.samples = NULL
+        self.bases = <const unsigned char**>PyMem_Malloc(n * sizeof(const unsigned char*))
+        self.sizes = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
+        self.samples = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
+        if self.bases == NULL or self.sizes == NULL or self.samples == NULL:
+            raise MemoryError()
+        self.views = []
+        self.columns = []
+        self.filenames = []
+        for i in range(n):
+            buf, count, cols, filename = shards[i]
+            if not isinstance(cols, Columns):
+                raise ValueError("Rows: each shard needs a Columns")
+            view = buf
+            self.views.append(view)
+            self.bases[i] = _base(view)
+            self.sizes[i] = view.shape[0]
+            self.samples[i] = count
+            self.columns.append(cols)
+            self.filenames.append(str(filename))
+        self.num_slots = n
+        self.pos = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.bases)
+        PyMem_Free(self.sizes)
+        PyMem_Free(self.samples)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return self.rows.shape[0] - self.pos if self.num_slots else 0
+
+    def __next__(self):
+        cdef Py_ssize_t slot, idx, begin, end
+        if self.num_slots == 0 or self.pos >= self.rows.shape[0]:
+            raise StopIteration
+        slot = 0 if self.one_slot else self.slots[self.pos]
+        idx = self.rows[self.pos]
+        self.pos += 1
+        filename = <str>self.filenames[slot]
+        begin, end = _row_bounds(self.bases[slot], self.sizes[slot], idx, self.samples[slot],
+                                 filename)
+        return _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename)

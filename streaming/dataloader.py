@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any, Iterator
 
+import numpy as np
+import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
+from torch.utils.data._utils import collate as torch_collate
 
 from streaming.dataset import StreamingDataset
 from streaming.world import World
@@ -59,9 +64,47 @@ class StreamingDataLoader(DataLoader):
             Iterator[Any]: Each batch.
         """
         self.num_samples_yielded = 0
-        for batch in super().__iter__():
+        batches = self._iter_in_process() if self._batches_in_process() else super().__iter__()
+        for batch in batches:
             self.num_samples_yielded += self._get_batch_size(batch)
             yield batch
+
+    def _batches_in_process(self) -> bool:
+        """Whether batches can be made here, with torch's own default collation made cheaper.
+
+        Only without worker processes, with automatic batching, the default ``collate_fn`` and
+        no memory pinning, over a StreamingDataset whose iteration is ours: then every batch is
+        exactly what torch would make (see :func:`_collate`).
+        """
+        return (self.num_workers == 0 and self.batch_size is not None
+                and self.batch_sampler is not None and not self.pin_memory
+                and self.collate_fn is torch_collate.default_collate
+                and isinstance(self.dataset, StreamingDataset)
+                and type(self.dataset).__iter__ is StreamingDataset.__iter__)
+
+    def _iter_in_process(self) -> Iterator[Any]:
+        """Batch the dataset's samples as torch's single-process loader does (same batches, same
+        end of epoch, same ``drop_last``), collating each with :func:`_collate`."""
+        # Torch builds its iterator as usual (its checks, warnings and base-seed draw from the
+        # loader's generator happen just the same) but never starts it; its unstarted
+        # iteration of the dataset is a generator that does nothing.
+        super().__iter__()
+        samples = iter(self.dataset)
+        size = self.batch_size
+        reported = self._IterableDataset_len_called
+        yielded = 0
+        while True:
+            batch = list(islice(samples, size))
+            if not batch or (self.drop_last and len(batch) < size):
+                return
+            yielded += 1
+            if reported is not None and yielded > reported:
+                warnings.warn(f"Length of IterableDataset {self.dataset} was reported to be "
+                              f"{reported}(when accessing len(dataloader)), but {yielded} "
+                              "samples have been fetched. ", stacklevel=2)
+            yield _collate(batch)
+            if len(batch) < size:
+                return
 
     def state_dict(self) -> dict[str, Any] | None:
         """Get a dict containing training state (called from non-worker process).
@@ -92,3 +135,53 @@ class StreamingDataLoader(DataLoader):
         iterator = getattr(self, "_iterator", None)
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
+
+
+def _collate(batch: list[Any]) -> Any:
+    """``torch.utils.data.default_collate(batch)``, with a cheaper path for dicts of arrays.
+
+    Torch turns each sample's array into a tensor and stacks those (~8 us a sample for 8 KB
+    rows); stacking the arrays straight into the batch tensor gives the same tensor. Anything
+    else, and any registration a user made in torch's ``default_collate_fn_map``, goes through
+    torch's own collation.
+    """
+    elem = batch[0]
+    registry = torch_collate.default_collate_fn_map
+    if type(elem) is not dict or not _stock(registry):
+        return torch_collate.default_collate(batch)
+    out = {}
+    for key in elem:
+        values = [sample[key] for sample in batch]
+        stacked = _stack(values) if type(values[0]) is np.ndarray else None
+        out[key] = stacked if stacked is not None else \
+            torch_collate.collate(values, collate_fn_map=registry)
+    return out
+
+
+def _stock(registry: dict[Any, Any]) -> bool:
+    """Whether arrays, tensors and dicts collate as torch ships them."""
+    return (registry.get(np.ndarray) is torch_collate.collate_numpy_array_fn
+            and registry.get(Tensor) is torch_collate.collate_tensor_fn
+            and not any(isinstance(key, type) and issubclass(dict, key) for key in registry)
+            and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
+
+
+def _stack(values: list[Any]) -> Tensor | None:
+    """Stack same-shape, same-dtype numeric arrays into a new tensor; ``None`` if torch's own
+    path must decide (other types, ragged shapes, dtypes it rejects or converts)."""
+    first = values[0]
+    dtype, shape = first.dtype, first.shape
+    if dtype.kind not in "biufc" or not dtype.isnative:
+        return None
+    for value in values:
+        if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
+            return None
+    try:
+        kind = torch.from_numpy(first).dtype
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    out = torch.empty((len(values), *shape), dtype=kind)
+    rows = out.numpy()
+    for i, value in enumerate(values):  # (2x faster than np.stack for a batch of rows)
+        rows[i] = value
+    return out

@@ -15,6 +15,7 @@ import os
 import warnings
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from math import ceil
 from typing import Any, Callable, Iterator, Sequence
 
@@ -22,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 from torch.utils.data import IterableDataset
 
+from streaming._kernels import _mds
 from streaming.array import Array
 from streaming.constant import DEFAULT_TIMEOUT
 from streaming.format import get_index_basename
@@ -724,34 +726,70 @@ class StreamingDataset(Array, IterableDataset):
         return self.spanner.first_visits(sample_ids)
 
     def _iter_samples(self, sample_ids: NDArray[np.int64]) -> Iterator[dict[str, Any]]:
-        """The fast path: decode the plan a block at a time, each shard's rows in one call.
+        """The fast path: locate the plan a block at a time, decode each sample when asked for.
 
         Per block (not per sample): one prefetch check, one readiness check and ledger touch
-        per shard in it, one batched decode per shard; samples are put back in plan order.
+        per shard in it. Rows are decoded lazily, in plan order, by one compiled iterator over
+        the block's shards (MDS), so each sample's memory can be reused by the next one.
         """
         ahead = self._prefetcher(*self._first_visits(sample_ids))
+        slot_of = np.zeros(self.num_shards, np.int64)
         total = len(sample_ids)
         for base in range(0, total, LOCATE_CHUNK):
-            chunk_shards, chunk_rows = self.spanner.locate(sample_ids[base:base + LOCATE_CHUNK])
+            chunk = sample_ids[base:base + LOCATE_CHUNK]
+            self._check_ids(chunk)
+            chunk_shards, chunk_rows = self.spanner.locate(chunk)
             for lo in range(0, len(chunk_shards), DECODE_BLOCK):
                 ahead(base + lo)
                 shards = chunk_shards[lo:lo + DECODE_BLOCK]
                 rows = chunk_rows[lo:lo + DECODE_BLOCK]
                 first = int(shards[0])
                 if first == int(shards[-1]) and (shards == first).all():
-                    yield from self._decode(first, self.shards[first], rows)
+                    shard = self.shards[first]
+                    items = None
+                    if base == lo == 0 and first not in self._ready:
+                        # Time to first sample: these rows from the shard's download still in
+                        # progress, where possible (see Stream.read_rows_early).
+                        stream = self.streams[self.stream_per_shard[first]]
+                        items = stream.read_rows_early(shard, rows)
+                    if items is None:
+                        items = self._read_resident(first, partial(shard.iter_items, rows), 8)
+                    yield from items
+                    # If read in order, unmap the pages behind, or the whole shard would stay
+                    # mapped (and count as resident memory) until closed.
+                    shard.release_rows(rows)
                     continue
-                out: list[Any] = [None] * len(shards)
                 # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
-                for shard_id in dict.fromkeys(shards.tolist()):
-                    where = np.flatnonzero(shards == shard_id)
-                    items = self._decode(shard_id, self.shards[shard_id], rows[where])
-                    for pos, item in zip(where.tolist(), items):
-                        out[pos] = item
-                yield from out
+                order = list(dict.fromkeys(shards.tolist()))
+                if all(hasattr(self.shards[i], "decode_source") for i in order):
+                    sources = tuple(self._read_resident(i, self.shards[i].decode_source, 8)
+                                    for i in order)
+                    slot_of[order] = np.arange(len(order))
+                    yield from _mds.Rows(sources, slot_of[shards], rows)
+                else:
+                    yield from self._decode_grouped(shards, rows, order)
 
-    def _decode(self, shard_id: int, shard: Any, rows: NDArray[np.int64]) -> list:
-        return self._read_resident(shard_id, lambda: shard.get_items(rows), 8)
+    def _check_ids(self, ids: NDArray[np.int64]) -> None:
+        """Refuse plan ids outside the dataset (``locate`` does not check them; a bad id would
+        surface as an out-of-range row of some shard)."""
+        if len(ids) and not 0 <= int(ids.min()) <= int(ids.max()) < self.num_samples:
+            bad = ids[(ids < 0) | (ids >= self.num_samples)]
+            raise RuntimeError(f"The epoch plan holds sample id {int(bad[0])}, outside the "
+                               f"dataset's {self.num_samples} samples (epoch "
+                               f"{self.next_epoch - 1}, {self._parallel_rank_world}). This is "
+                               "a bug: please report it with the dataset's arguments.")
+
+    def _decode_grouped(self, shards: NDArray[np.int64], rows: NDArray[np.int64],
+                        order: list[int]) -> list[Any]:
+        """Decode a block spanning several shards of any format, one call per shard."""
+        out: list[Any] = [None] * len(shards)
+        for shard_id in order:
+            where = np.flatnonzero(shards == shard_id)
+            read = partial(self.shards[shard_id].get_items, rows[where])
+            items = self._read_resident(shard_id, read, 8)
+            for pos, item in zip(where.tolist(), items):
+                out[pos] = item
+        return out
 
     def _read_resident(self, shard_id: int, read: Callable[[], Any], attempts: int) -> Any:
         """Return ``read()`` of a shard made resident first (again, if evicted meanwhile).

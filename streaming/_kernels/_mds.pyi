@@ -1,6 +1,6 @@
 """Type stubs for the compiled MDS kernel (src/_mds.pyx)."""
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
@@ -8,9 +8,37 @@ from numpy.typing import NDArray
 KIND_BYTES: int
 KIND_STR: int
 KIND_CALL: int
+KIND_INT64: int
+KIND_NDARRAY: int
 
 def check_shard(buf: Any, samples: int, filename: str) -> int: ...
 def row_bytes(buf: Any, idx: int, samples: int, filename: str) -> bytes: ...
+def rows_span(
+    buf: Any, rows: NDArray[np.int64], samples: int, filename: str
+) -> tuple[int, int] | None: ...
+
+class Columns:
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        kinds: NDArray[np.int64],
+        decoders: tuple[Callable[[bytes], Any], ...],
+        fixed: NDArray[np.int64],
+        arrays: tuple[Any, ...] | None = None,
+    ) -> None: ...
+    def decode(self, buf: Any, idx: int, samples: int, filename: str) -> dict[str, Any]: ...
+
+class Rows(Iterator[dict[str, Any]]):
+    def __init__(
+        self,
+        shards: tuple[tuple[Any, int, Columns, str], ...],
+        slots: NDArray[np.int64] | None,
+        rows: NDArray[np.int64],
+    ) -> None: ...
+    def __iter__(self) -> Rows: ...
+    def __next__(self) -> dict[str, Any]: ...
+    def __len__(self) -> int: ...
+
 def decode_row(
     buf: Any,
     idx: int,
@@ -20,6 +48,7 @@ def decode_row(
     decoders: tuple[Callable[[bytes], Any], ...],
     fixed: NDArray[np.int64],
     filename: str,
+    arrays: tuple[Any, ...] | None = None,
 ) -> dict[str, Any]: ...
 def decode_rows(
     buf: Any,
@@ -30,4 +59,5 @@ def decode_rows(
     decoders: tuple[Callable[[bytes], Any], ...],
     fixed: NDArray[np.int64],
     filename: str,
+    arrays: tuple[Any, ...] | None = None,
 ) -> list[dict[str, Any]]: ...

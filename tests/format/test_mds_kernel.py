@@ -191,3 +191,108 @@ def test_errors_name_the_file() -> None:
         _mds.check_shard(bytes(disorder), 2, "x.mds")
     with pytest.raises(IndexError, match="x.mds"):
         _mds.row_bytes(buf, 2, 2, "x.mds")
+
+
+# ---- lazy multi-shard row iteration (Rows) -------------------------------------------------
+
+
+def _drain(rows_iter) -> list:
+    out = []
+    while True:
+        try:
+            out.append(("ok", next(rows_iter)))
+        except StopIteration:
+            return out
+        except IndexError:
+            out.append(("IndexError", None))
+        except ValueError:
+            out.append(("ValueError", None))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(shards(), min_size=1, max_size=3), st.data())
+def test_rows_iterates_several_shards_like_the_twin(many, data) -> None:
+    sources, twins = [], []
+    for k, (names, kinds, fixed, rows) in enumerate(many):
+        buf = _shard(rows)
+        decoders = _decoders(len(names))
+        cols = _mds.Columns(names, kinds, decoders, fixed)
+        sources.append((buf, len(rows), cols, f"s{k}.mds"))
+        twins.append((buf, len(rows), names, kinds, decoders, fixed))
+    picks = data.draw(st.lists(st.tuples(st.integers(0, len(many) - 1), st.integers(-1, 6)),
+                               max_size=12))
+    slots = np.array([s for s, _ in picks], np.int64)
+    rows = np.array([r for _, r in picks], np.int64)
+    got = _drain(_mds.Rows(tuple(sources), slots, rows))
+    want = [_outcome(py_decode_row, twins[s][0], r, twins[s][1], *twins[s][2:])
+            for s, r in picks]
+    assert got == want
+    # One shard, no slots: the same as decoding row by row.
+    if picks:
+        first = picks[0][0]
+        only = rows[slots == first]
+        got = _drain(_mds.Rows((sources[first],), None, only))
+        assert got == [_outcome(py_decode_row, twins[first][0], int(r), twins[first][1],
+                                *twins[first][2:]) for r in only]
+
+
+def test_rows_is_lazy_and_holds_its_buffer() -> None:
+    buf = bytearray(_shard([b"ab", b"cd", b"ef"]))
+    cols = _mds.Columns(("x",), np.array([0], np.int64), (bytes,), np.array([2], np.int64))
+    it = _mds.Rows(((buf, 3, cols, "f.mds"),), None, np.array([2, 0, 1], np.int64))
+    assert len(it) == 3
+    assert next(it) == {"x": b"ef"}
+    # The iterator holds the buffer exported: nobody can shrink it under a pending row.
+    with pytest.raises(BufferError):
+        buf.extend(b"x")
+    assert list(it) == [{"x": b"ab"}, {"x": b"cd"}]
+    del it
+    buf.extend(b"x")  # released once the iterator is gone
+
+
+def test_rows_rejects_bad_arguments() -> None:
+    buf = _shard([b"ab"])
+    cols = _mds.Columns(("x",), np.array([0], np.int64), (bytes,), np.array([2], np.int64))
+    source = (buf, 1, cols, "f.mds")
+    with pytest.raises(ValueError, match="slot 1 is out of range"):
+        _mds.Rows((source,), np.array([1], np.int64), np.array([0], np.int64))
+    with pytest.raises(ValueError, match="differ in length"):
+        _mds.Rows((source,), np.array([0, 0], np.int64), np.array([0], np.int64))
+    with pytest.raises(ValueError, match="no shards"):
+        _mds.Rows((), None, np.array([0], np.int64))
+    with pytest.raises(ValueError, match="Columns"):
+        _mds.Rows(((buf, 1, None, "f.mds"),), None, np.array([0], np.int64))
+    with pytest.raises(ValueError, match="differ in length"):
+        _mds.Columns(("x", "y"), np.array([0], np.int64), (bytes,), np.array([2], np.int64))
+    with pytest.raises(IndexError, match="f.mds"):
+        next(_mds.Rows((source,), None, np.array([5], np.int64)))
+    # Set up again with bad arguments: left exhausted, never half set up.
+    again = _mds.Rows((source,), None, np.array([0], np.int64))
+    with pytest.raises(ValueError, match="slot 3"):
+        again.__init__((source,), np.array([3], np.int64), np.array([0], np.int64))
+    assert len(again) == 0 and list(again) == []
+
+
+@given(st.lists(st.binary(max_size=9), min_size=1, max_size=8), st.data())
+def test_rows_span_is_where_rows_read_in_order_lie(rows, data) -> None:
+    buf = _shard(rows)
+    n = len(rows)
+    picked = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1)))
+    assert _mds.rows_span(buf, np.array(picked, np.int64), n, "f") == (
+        _u32(buf, 4 + 4 * picked[0]), _u32(buf, 8 + 4 * picked[-1]))
+    if len(picked) > 1:  # not in order, or repeated: no span
+        assert _mds.rows_span(buf, np.array(picked[::-1], np.int64), n, "f") is None
+        assert _mds.rows_span(buf, np.array([picked[0]] * 2, np.int64), n, "f") is None
+    assert _mds.rows_span(buf, np.zeros(0, np.int64), n, "f") is None
+    with pytest.raises(IndexError, match="f"):
+        _mds.rows_span(buf, np.array([picked[0], n], np.int64), n, "f")
+
+
+def test_columns_pickle_round_trip() -> None:
+    import pickle
+
+    cols = _mds.Columns(("x", "n"), np.array([1, 3], np.int64), (bytes, bytes),
+                        np.array([-1, 8], np.int64))
+    buf = _shard([_row([b"hi", (7).to_bytes(8, "little")], [-1, 8])])
+    again = pickle.loads(pickle.dumps(cols))
+    assert again.decode(buf, 0, 1, "f") == cols.decode(buf, 0, 1, "f") == {"x": "hi", "n": 7}

@@ -289,6 +289,25 @@ class Reader(Array):
         """
         return [self.get_item(int(idx)) for idx in idxs]
 
+    def release_rows(self, rows: Any) -> None:
+        """Note that ``rows`` were just read (formats reading a memory map unmap what is behind
+        when they were read in order; others ignore it).
+
+        Args:
+            rows (NDArray[np.int64]): Rows of this shard, as read.
+        """
+
+    def iter_items(self, idxs: Any) -> Iterator[dict[str, Any]]:
+        """Iterate over many samples of this shard (formats may decode each one lazily).
+
+        Args:
+            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
+
+        Returns:
+            Iterator[Dict[str, Any]]: Sample dicts, in order.
+        """
+        return iter(self.get_items(idxs))
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Iterate over the samples of this shard.
 

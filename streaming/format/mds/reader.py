@@ -12,7 +12,7 @@ import mmap
 import os
 import weakref
 from collections import OrderedDict
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 import numpy as np
 
@@ -36,6 +36,8 @@ _KIND_BYTES, _KIND_STR, _KIND_CALL, _KIND_INT64, _KIND_NDARRAY = 0, 1, 2, 3, 4
 # many shards mapped per process, unmapping the least recently opened (it re-maps on next use).
 MAX_OPEN_SHARDS = 1024
 _open_maps: OrderedDict[int, weakref.ref] = OrderedDict()
+# Bytes read in order that are unmapped at a time (see MDSReader.release_rows).
+RELEASE_BYTES = 1 << 20
 
 
 def _remember_open(reader: MDSReader) -> None:
@@ -116,7 +118,10 @@ class MDSReader(JointReader):
         self._decoders = tuple(decoders)
         self._fixed = np.array(fixed, np.int64)
         self._arrays = tuple(arrays)
+        self._columns = _mds.Columns(self._names, self._kinds, self._decoders, self._fixed,
+                                     self._arrays)
         self._filename = ""
+        self._release_from: int | None = None  # where in-order reads not yet unmapped begin
         self._mmap: mmap.mmap | None = None
         self._buf: Any = None
 
@@ -212,7 +217,40 @@ class MDSReader(JointReader):
         and the memory is unmapped when the last such user lets go.
         """
         self._buf = self._mmap = None
+        self._release_from = None
         _open_maps.pop(id(self), None)
+
+    def release_rows(self, rows: Any) -> None:
+        """Note that ``rows`` were just read; if in order, unmap the pages behind them.
+
+        Reading a shard in order would otherwise leave all of it mapped, which counts in this
+        process's resident memory until the shard is closed. The pages stay in the page cache:
+        reading them again costs a page fault. Consecutive calls accumulate until
+        :data:`RELEASE_BYTES` are behind, so small rows cost one system call per megabyte.
+
+        Args:
+            rows (NDArray[np.int64]): Rows of this shard, as read.
+        """
+        buf, mapped = self._buf, self._mmap  # another thread may close the reader meanwhile
+        if buf is None or mapped is None:
+            return
+        span = _mds.rows_span(buf, np.ascontiguousarray(rows, np.int64), self.samples,
+                              self._filename)
+        if span is None:
+            return
+        begin, end = span
+        pending = self._release_from
+        if pending is None or not pending <= begin:  # a new run of in-order reads
+            pending = begin
+        if end - pending < RELEASE_BYTES:
+            self._release_from = pending
+            return
+        self._release_from = None
+        page = mmap.PAGESIZE
+        start = -(-pending // page) * page  # pages shared with the rows around stay mapped
+        stop = end - end % page
+        if stop > start:
+            mapped.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -277,17 +315,7 @@ class MDSReader(JointReader):
             ValueError: The shard is truncated or corrupt.
         """
         buf = self._buf if self._buf is not None else self._open()
-        return _mds.decode_row(
-            buf,
-            idx,
-            self.samples,
-            self._names,
-            self._kinds,
-            self._decoders,
-            self._fixed,
-            self._filename,
-            self._arrays,
-        )
+        return self._columns.decode(buf, idx, self.samples, self._filename)
 
     def get_items(self, idxs: Any) -> list[dict[str, Any]]:
         """Get many samples of this shard in one call.
@@ -298,15 +326,28 @@ class MDSReader(JointReader):
         Returns:
             List[Dict[str, Any]]: Sample dicts, in order.
         """
+        return list(self.iter_items(idxs))
+
+    def iter_items(self, idxs: Any) -> Iterator[dict[str, Any]]:
+        """Iterate over many samples of this shard, each decoded when it is asked for.
+
+        The shard is mapped now (so a missing file raises here); the returned iterator keeps the
+        map alive until it is dropped, even if the shard is closed or evicted meanwhile.
+
+        Args:
+            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
+
+        Returns:
+            Iterator[Dict[str, Any]]: Sample dicts, in order.
+        """
+        return _mds.Rows((self.decode_source(),), None, idxs)
+
+    def decode_source(self) -> tuple[Any, int, Any, str]:
+        """What the compiled row iterator needs to read this shard (mapping it first).
+
+        Returns:
+            Tuple[Any, int, Any, str]: The mapped shard, its sample count, its columns and its
+                path, as :class:`streaming._kernels._mds.Rows` takes them.
+        """
         buf = self._buf if self._buf is not None else self._open()
-        return _mds.decode_rows(
-            buf,
-            np.ascontiguousarray(idxs, np.int64),
-            self.samples,
-            self._names,
-            self._kinds,
-            self._decoders,
-            self._fixed,
-            self._filename,
-            self._arrays,
-        )
+        return buf, self.samples, self._columns, self._filename
