@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
@@ -314,11 +313,9 @@ class Stream:
         data = read_head(local, need, **wait)
         if data is None:
             return None
-        view = copy.copy(shard)  # a throwaway reader over these bytes, not the file
-        view._buf = memoryview(data)
-        view._filename = f"{local} (first {len(data)} bytes, still downloading)"
+        source = f"{local} (first {len(data)} bytes, still downloading)"
         try:
-            return view.get_items(rows)
+            return shard.items_from_buffer(data, rows, source)
         except ValueError as error:  # corrupt: the normal path reads the file and says so
             logger.debug("%s", error)
             return None

@@ -342,6 +342,27 @@ class MDSReader(JointReader):
         """
         return _mds.Rows((self.decode_source(),), None, idxs)
 
+    def items_from_buffer(self, data: Any, idxs: Any, source: str) -> list[dict[str, Any]]:
+        """Decode samples of this shard from ``data`` instead of the shard file.
+
+        For bytes of this shard obtained another way (e.g. the head of a download still in
+        progress). ``data`` may be only the leading part of the shard: every offset is checked
+        against its length, so a row past its end raises instead of reading out of range.
+
+        Args:
+            data (bytes | memoryview): The shard's leading bytes.
+            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
+            source (str): What ``data`` is, named in errors.
+
+        Returns:
+            List[Dict[str, Any]]: Sample dicts, in order.
+
+        Raises:
+            ValueError: ``data`` is truncated or corrupt for these rows.
+        """
+        return list(_mds.Rows(((memoryview(data), self.samples, self._columns, source),), None,
+                              idxs))
+
     def decode_source(self) -> tuple[Any, int, Any, str]:
         """What the compiled row iterator needs to read this shard (mapping it first).
 
