@@ -233,10 +233,17 @@ cdef extern from *:
     }
     static inline int64_t ss_raw_used(const ss_raw *r) { return r->taken + r->pos + r->pending; }
 
-    /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
-    static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
-        /* As ss_fisher_yates_raw's draws: the mask is fixed while i keeps its bit length, so
-           the loop carries only i (a compare and a subtract per word). */
+    /* Fisher-Yates's draws for n samples (n <= 2**32) from the reader, as
+       ss_fisher_yates_i64 makes them: the mask is fixed while i keeps its bit length, so the
+       loop carries only i (a compare and a subtract per word). The accepted draw for each i
+       goes to j[i] unless j is NULL (the words are then only read: a node nobody wants). The
+       callers pass j as a constant or not, so each gets its own branch-free copy inlined. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
+    #else
+    #define SS_ALWAYS_INLINE static inline
+    #endif
+    SS_ALWAYS_INLINE void ss_fy_words(ss_raw *r, uint32_t *j, int64_t n) {
         int64_t i = n - 1;
         const uint64_t *buf = r->buf;
         int64_t pos = r->pos, end = r->end;
@@ -256,10 +263,17 @@ cdef extern from *:
                     uint64_t raw = buf[pos++];
                     hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
                 }
-                i -= (int64_t)(((uint64_t)w & mask) <= (uint64_t)i);
+                uint64_t v = (uint64_t)w & mask;
+                if (j != NULL) j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
             }
         }
         r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
+    /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
+    static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
+        ss_fy_words(r, NULL, n);
     }
 
     /* py1e's draws for a node whose places are not wanted: block sizes, and the shifts jumped. */
@@ -275,36 +289,13 @@ cdef extern from *:
         return warn;
     }
 
-    /* ss_fisher_yates_i64 (n <= 2**32) with the words read from the reader. */
+    /* ss_fisher_yates_i64 (n <= 2**32) with the words read from the reader: all draws
+       first (into j[1..n)), then the swaps, free of the draws' dependency chain. */
     static inline void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) {
-        int64_t i = n - 1, k, top;
-        if (i <= 0) return;
-        top = i;
-        const uint64_t *buf = r->buf;
-        int64_t pos = r->pos, end = r->end;
-        int hh = r->has_half;
-        uint32_t half = r->half;
-        while (i > 0) {
-            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
-            while (i > (int64_t)low) {
-                uint32_t w;
-                if (hh) {
-                    hh = 0; w = half;
-                } else {
-                    if (pos == end) {
-                        r->pos = pos; ss_refill(r);
-                        buf = r->buf; pos = r->pos; end = r->end;
-                    }
-                    uint64_t raw = buf[pos++];
-                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
-                }
-                uint64_t v = (uint64_t)w & mask;
-                j[i] = (uint32_t)v;
-                i -= (int64_t)(v <= (uint64_t)i);
-            }
-        }
-        r->pos = pos; r->has_half = hh; r->half = half;
-        for (i = top; i > 0; i--) {
+        int64_t i, k;
+        if (n <= 1) return;
+        ss_fy_words(r, j, n);
+        for (i = n - 1; i > 0; i--) {
             k = j[i];
             int64_t t = x[i]; x[i] = x[k]; x[k] = t;
         }
