@@ -8,7 +8,7 @@ A raw MDS shard is::
 and a row is ``[sizes of the variable-size columns: u32 each] [column values in order]``.
 
 The shard is untrusted input: :func:`check_shard` validates the whole offset table against the
-buffer size once, and :func:`decode_row` re-checks the row's bounds and column sizes before it
+buffer size once, and :meth:`Columns.decode` re-checks the row's bounds and column sizes before it
 reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 
 cnp.import_array()
 
-# Column kinds: how decode_row turns a column's bytes into a value.
+# Column kinds: how Columns.decode turns a column's bytes into a value.
 KIND_BYTES = 0  # the bytes themselves
 KIND_STR = 1  # UTF-8 text
 KIND_CALL = 2  # decoders[col](bytes)
@@ -289,7 +289,22 @@ cdef class Columns:
 
     def decode(self, const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t samples,
                str filename):
-        """Decode one row of a shard into a sample dict (see :func:`decode_row`)."""
+        """Decode one row of a shard into a sample dict.
+
+        Args:
+            buf: The whole raw shard (already checked with :func:`check_shard`), or its
+                leading part: every offset is checked against its length.
+            idx (int): Row index in the shard.
+            samples (int): Sample count of the shard.
+            filename (str): Shard path, named in errors.
+
+        Returns:
+            dict: Column name -> decoded value.
+
+        Raises:
+            IndexError: ``idx`` out of range.
+            ValueError: The row's bytes are inconsistent with the shard or its columns.
+        """
         cdef Py_ssize_t begin, end
         cdef const unsigned char* base = _base(buf)
         begin, end = _row_bounds(base, buf.shape[0], idx, samples, filename)
@@ -334,45 +349,6 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
         out[cols.names[col]] = value
         pos = total
     return out
-
-
-def decode_row(const unsigned char[::1] buf not None, Py_ssize_t idx, Py_ssize_t samples,
-               tuple names, const int64_t[::1] kinds not None, tuple decoders,
-               const int64_t[::1] fixed not None, str filename, tuple arrays=None):
-    """Decode one row into a sample dict.
-
-    Args:
-        buf: The whole raw shard (already checked with :func:`check_shard`).
-        idx (int): Row index in the shard.
-        samples (int): Sample count of the shard.
-        names, kinds, decoders, fixed, arrays: The columns (see :class:`Columns`).
-        filename (str): Shard path, named in errors.
-
-    Returns:
-        dict: Column name -> decoded value.
-
-    Raises:
-        IndexError: ``idx`` out of range.
-        ValueError: The row's bytes are inconsistent with the shard or its columns.
-    """
-    cdef Py_ssize_t begin, end
-    cdef Columns cols = Columns(names, kinds, decoders, fixed, arrays)
-    cdef const unsigned char* base = _base(buf)
-    begin, end = _row_bounds(base, buf.shape[0], idx, samples, filename)
-    return _decode(base, begin, end, idx, cols, filename)
-
-
-def decode_rows(const unsigned char[::1] buf not None, const int64_t[::1] idxs not None,
-                Py_ssize_t samples, tuple names, const int64_t[::1] kinds not None,
-                tuple decoders, const int64_t[::1] fixed not None, str filename,
-                tuple arrays=None):
-    """Decode many rows of one shard (see :func:`decode_row`).
-
-    Returns:
-        list: One sample dict per index, in order.
-    """
-    cdef Columns cols = Columns(names, kinds, decoders, fixed, arrays)
-    return list(Rows(((buf, samples, cols, filename),), None, idxs))
 
 
 cdef class Rows:

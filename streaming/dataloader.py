@@ -92,6 +92,7 @@ class StreamingDataLoader(DataLoader):
         samples = iter(self.dataset)
         size = self.batch_size
         reported = self._IterableDataset_len_called
+        stock = _stock(torch_collate.default_collate_fn_map)
         yielded = 0
         while True:
             batch = list(islice(samples, size))
@@ -102,7 +103,7 @@ class StreamingDataLoader(DataLoader):
                 warnings.warn(f"Length of IterableDataset {self.dataset} was reported to be "
                               f"{reported}(when accessing len(dataloader)), but {yielded} "
                               "samples have been fetched. ", stacklevel=2)
-            yield _collate(batch)
+            yield _collate(batch, stock)
             if len(batch) < size:
                 return
 
@@ -137,17 +138,20 @@ class StreamingDataLoader(DataLoader):
             iterator._shutdown_workers()
 
 
-def _collate(batch: list[Any]) -> Any:
+def _collate(batch: list[Any], stock: bool | None = None) -> Any:
     """``torch.utils.data.default_collate(batch)``, with a cheaper path for dicts of arrays.
 
     Torch turns each sample's array into a tensor and stacks those (~8 us a sample for 8 KB
     rows); stacking the arrays straight into the batch tensor gives the same tensor. Anything
     else, and any registration a user made in torch's ``default_collate_fn_map``, goes through
-    torch's own collation.
+    torch's own collation. ``stock``: :func:`_stock` of that registry, if the caller checked it
+    once for many batches.
     """
     elem = batch[0]
     registry = torch_collate.default_collate_fn_map
-    if type(elem) is not dict or not _stock(registry):
+    if stock is None:
+        stock = _stock(registry)
+    if type(elem) is not dict or not stock:
         return torch_collate.default_collate(batch)
     out = {}
     for key in elem:

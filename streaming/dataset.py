@@ -752,22 +752,31 @@ class StreamingDataset(Array, IterableDataset):
                         # progress, where possible (see Stream.read_rows_early).
                         stream = self.streams[self.stream_per_shard[first]]
                         items = stream.read_rows_early(shard, rows)
-                    if items is None:
-                        items = self._read_resident(first, partial(shard.iter_items, rows), 8)
-                    yield from items
+                    yield from items if items is not None else \
+                        self._decode_block(shards, rows, [first], None)
                     # If read in order, unmap the pages behind, or the whole shard would stay
                     # mapped (and count as resident memory) until closed.
                     shard.release_rows(rows)
                     continue
                 # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
                 order = list(dict.fromkeys(shards.tolist()))
-                if all(hasattr(self.shards[i], "decode_source") for i in order):
-                    sources = tuple(self._read_resident(i, self.shards[i].decode_source, 8)
-                                    for i in order)
-                    slot_of[order] = np.arange(len(order))
-                    yield from _mds.Rows(sources, slot_of[shards], rows)
-                else:
-                    yield from self._decode_grouped(shards, rows, order)
+                yield from self._decode_block(shards, rows, order, slot_of)
+
+    def _decode_block(self, shards: NDArray[np.int64], rows: NDArray[np.int64],
+                      order: list[int], slot_of: NDArray[np.int64] | None) -> Iterator[Any]:
+        """The samples of one block, in plan order (``order``: its shards, first seen first).
+
+        MDS shards are decoded lazily by one compiled iterator over the block's shards, so each
+        sample's memory can be reused by the next one; other formats one call per shard.
+        ``slot_of`` is scratch of one entry per shard (not needed when the block has one shard).
+        """
+        if not all(hasattr(self.shards[i], "decode_source") for i in order):
+            return iter(self._decode_grouped(shards, rows, order))
+        sources = tuple(self._read_resident(i, self.shards[i].decode_source, 8) for i in order)
+        if len(order) == 1:
+            return _mds.Rows(sources, None, rows)
+        slot_of[order] = np.arange(len(order))
+        return _mds.Rows(sources, slot_of[shards], rows)
 
     def _check_ids(self, ids: NDArray[np.int64]) -> None:
         """Refuse plan ids outside the dataset (``locate`` does not check them; a bad id would
@@ -781,7 +790,9 @@ class StreamingDataset(Array, IterableDataset):
 
     def _decode_grouped(self, shards: NDArray[np.int64], rows: NDArray[np.int64],
                         order: list[int]) -> list[Any]:
-        """Decode a block spanning several shards of any format, one call per shard."""
+        """Decode a block of shards of any format, one call per shard."""
+        if len(order) == 1:
+            return self._read_resident(order[0], partial(self.shards[order[0]].get_items, rows), 8)
         out: list[Any] = [None] * len(shards)
         for shard_id in order:
             where = np.flatnonzero(shards == shard_id)

@@ -38,26 +38,3 @@ class Rows(Iterator[dict[str, Any]]):
     def __iter__(self) -> Rows: ...
     def __next__(self) -> dict[str, Any]: ...
     def __len__(self) -> int: ...
-
-def decode_row(
-    buf: Any,
-    idx: int,
-    samples: int,
-    names: tuple[str, ...],
-    kinds: NDArray[np.int64],
-    decoders: tuple[Callable[[bytes], Any], ...],
-    fixed: NDArray[np.int64],
-    filename: str,
-    arrays: tuple[Any, ...] | None = None,
-) -> dict[str, Any]: ...
-def decode_rows(
-    buf: Any,
-    idxs: NDArray[np.int64],
-    samples: int,
-    names: tuple[str, ...],
-    kinds: NDArray[np.int64],
-    decoders: tuple[Callable[[bytes], Any], ...],
-    fixed: NDArray[np.int64],
-    filename: str,
-    arrays: tuple[Any, ...] | None = None,
-) -> list[dict[str, Any]]: ...

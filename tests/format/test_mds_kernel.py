@@ -141,7 +141,7 @@ def test_kernel_matches_twin_on_valid_and_mutated_shards(shard, data) -> None:
     if checked[0] != "ok":
         return
     for idx in range(-1, samples + 1):
-        got = _outcome(_mds.decode_row, buf, idx, samples, names, kinds, decoders, fixed, "f")
+        got = _outcome(_mds.Columns(names, kinds, decoders, fixed).decode, buf, idx, samples, "f")
         want = _outcome(py_decode_row, buf, idx, samples, names, kinds, decoders, fixed)
         assert got == want
         if got[0] == "ok":
@@ -153,7 +153,8 @@ def test_kernel_matches_twin_on_valid_and_mutated_shards(shard, data) -> None:
         _outcome(py_decode_row, buf, i, samples, names, kinds, decoders, fixed)[0] == "ok"
         for i in ok
     ):
-        batch = _mds.decode_rows(buf, np.array(ok, np.int64), samples, names, kinds, decoders, fixed, "f")
+        cols = _mds.Columns(names, kinds, decoders, fixed)
+        batch = list(_mds.Rows(((buf, samples, cols, "f"),), None, np.array(ok, np.int64)))
         assert batch == [py_decode_row(buf, i, samples, names, kinds, decoders, fixed) for i in ok]
 
 
@@ -168,9 +169,10 @@ def test_random_bytes_raise_only_clean_errors(buf, samples, cols) -> None:
         _mds.check_shard(buf, samples, "fuzz.mds")
     except ValueError as err:
         assert "fuzz.mds" in str(err)
+    cols = _mds.Columns(names, kinds, decoders, fixed)
     for idx in range(samples + 1):
         try:
-            _mds.decode_row(buf, idx, samples, names, kinds, decoders, fixed, "fuzz.mds")
+            cols.decode(buf, idx, samples, "fuzz.mds")
         except (ValueError, IndexError):
             pass
 

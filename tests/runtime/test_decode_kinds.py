@@ -24,11 +24,12 @@ def _shard(values: list[bytes]) -> bytes:
 
 def _decode_all(coder, kind, values, spec):
     buf = _shard(values)
-    args = (("x",), np.array([kind], np.int64), (coder.decode,), np.array([-1], np.int64), "f")
     got = []
     for i in range(len(values)):
         try:
-            got.append(("ok", _mds.decode_row(buf, i, len(values), *args, (spec,))))
+            cols = _mds.Columns(("x",), np.array([kind], np.int64), (coder.decode,),
+                                np.array([-1], np.int64), (spec,))
+            got.append(("ok", cols.decode(buf, i, len(values), "f")))
         except (ValueError, IndexError) as e:
             got.append(("err", type(e)))
     return got
@@ -94,17 +95,17 @@ def test_int_kernel_matches_python(ints):
 def test_ndarray_needs_a_spec():
     buf = _shard([b"\0" * 8])
     with pytest.raises(ValueError, match="spec"):
-        _mds.decode_row(buf, 0, 1, ("x",), np.array([4], np.int64), (None,),
-                        np.array([-1], np.int64), "f", (("bad", None),))
+        _mds.Columns(("x",), np.array([4], np.int64), (None,), np.array([-1], np.int64),
+                     (("bad", None),)).decode(buf, 0, 1, "f")
 
 
 def test_decoded_arrays_own_their_memory():
     coder = NDArray("int32")
     arr = np.arange(2048, dtype=np.int32)
     buf = _shard([coder.encode(arr)])
-    out = _mds.decode_rows(buf, np.array([0, 0], np.int64), 1, ("x",), np.array([4], np.int64),
-                           (coder.decode,), np.array([-1], np.int64), "f",
-                           ((coder._np_dtype, None),))
+    cols = _mds.Columns(("x",), np.array([4], np.int64), (coder.decode,),
+                        np.array([-1], np.int64), ((coder._np_dtype, None),))
+    out = list(_mds.Rows(((buf, 1, cols, "f"),), None, np.array([0, 0], np.int64)))
     assert (out[0]["x"] == arr).all()
     out[0]["x"][0] = 7  # writable, and not shared with the other row or the shard
     assert out[1]["x"][0] == 0

@@ -297,17 +297,6 @@ class Reader(Array):
             rows (NDArray[np.int64]): Rows of this shard, as read.
         """
 
-    def iter_items(self, idxs: Any) -> Iterator[dict[str, Any]]:
-        """Iterate over many samples of this shard (formats may decode each one lazily).
-
-        Args:
-            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
-
-        Returns:
-            Iterator[Dict[str, Any]]: Sample dicts, in order.
-        """
-        return iter(self.get_items(idxs))
-
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Iterate over the samples of this shard.
 

@@ -12,7 +12,7 @@ import mmap
 import os
 import weakref
 from collections import OrderedDict
-from typing import Any, Iterator, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -113,13 +113,8 @@ class MDSReader(JointReader):
             kinds.append(kind)
             decoders.append(coder.decode)
             fixed.append(-1 if size is None else size)
-        self._names = tuple(column_names)
-        self._kinds = np.array(kinds, np.int64)
-        self._decoders = tuple(decoders)
-        self._fixed = np.array(fixed, np.int64)
-        self._arrays = tuple(arrays)
-        self._columns = _mds.Columns(self._names, self._kinds, self._decoders, self._fixed,
-                                     self._arrays)
+        self._columns = _mds.Columns(tuple(column_names), np.array(kinds, np.int64),
+                                     tuple(decoders), np.array(fixed, np.int64), tuple(arrays))
         self._filename = ""
         self._release_from: int | None = None  # where in-order reads not yet unmapped begin
         self._mmap: mmap.mmap | None = None
@@ -273,17 +268,8 @@ class MDSReader(JointReader):
         """
         # Present the row as a one-row shard so the checked kernel does the cutting.
         head = np.array([1, 12, 12 + len(data)], np.uint32).tobytes()
-        return _mds.decode_row(
-            head + bytes(data),
-            0,
-            1,
-            self._names,
-            self._kinds,
-            self._decoders,
-            self._fixed,
-            self._filename or self.raw_data.basename,
-            self._arrays,
-        )
+        return self._columns.decode(head + bytes(data), 0, 1,
+                                    self._filename or self.raw_data.basename)
 
     def get_sample_data(self, idx: int) -> bytes:
         """Get the raw sample data at the index.
@@ -326,21 +312,7 @@ class MDSReader(JointReader):
         Returns:
             List[Dict[str, Any]]: Sample dicts, in order.
         """
-        return list(self.iter_items(idxs))
-
-    def iter_items(self, idxs: Any) -> Iterator[dict[str, Any]]:
-        """Iterate over many samples of this shard, each decoded when it is asked for.
-
-        The shard is mapped now (so a missing file raises here); the returned iterator keeps the
-        map alive until it is dropped, even if the shard is closed or evicted meanwhile.
-
-        Args:
-            idxs (Sequence[int] | NDArray[np.int64]): Sample indices within this shard.
-
-        Returns:
-            Iterator[Dict[str, Any]]: Sample dicts, in order.
-        """
-        return _mds.Rows((self.decode_source(),), None, idxs)
+        return list(_mds.Rows((self.decode_source(),), None, idxs))
 
     def items_from_buffer(self, data: Any, idxs: Any, source: str) -> list[dict[str, Any]]:
         """Decode samples of this shard from ``data`` instead of the shard file.
