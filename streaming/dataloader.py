@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import warnings
 from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Iterator
 
-import numpy as np
-import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 from torch.utils.data._utils import collate as torch_collate
 
+from streaming.collate import collate_batch, stock_registry
 from streaming.dataset import StreamingDataset
+from streaming.worker_batches import PIPE_BYTES, ChunkedBatches, WorkerSetup, interleave
 from streaming.world import World
 
 __all__ = ["StreamingDataLoader"]
@@ -33,6 +35,7 @@ class StreamingDataLoader(DataLoader):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.num_samples_yielded = 0
+        self._chunk_loader: DataLoader | None = None
 
     def _get_batch_size(self, batch: Any) -> int:
         """Get the number of samples in a batch.
@@ -64,46 +67,88 @@ class StreamingDataLoader(DataLoader):
             Iterator[Any]: Each batch.
         """
         self.num_samples_yielded = 0
-        batches = self._iter_in_process() if self._batches_in_process() else super().__iter__()
+        if self._batches_in_process():
+            batches = self._iter_in_process()
+        elif self._batches_in_chunks():
+            batches = self._iter_chunks()
+        else:
+            batches = super().__iter__()
         for batch in batches:
             self.num_samples_yielded += self._get_batch_size(batch)
             yield batch
 
-    def _batches_in_process(self) -> bool:
-        """Whether batches can be made here, with torch's own default collation made cheaper.
-
-        Only without worker processes, with automatic batching, the default ``collate_fn`` and
-        no memory pinning, over a StreamingDataset whose iteration is ours: then every batch is
-        exactly what torch would make (see :func:`_collate`).
-        """
-        return (self.num_workers == 0 and self.batch_size is not None
-                and self.batch_sampler is not None and not self.pin_memory
+    def _batches_ours(self) -> bool:
+        """Whether we may batch: automatic batching with the default ``collate_fn`` over a
+        StreamingDataset whose iteration is ours (then every batch is exactly what torch would
+        make, see :func:`streaming.collate.collate_batch`)."""
+        return (self.batch_size is not None and self.batch_sampler is not None
                 and self.collate_fn is torch_collate.default_collate
                 and isinstance(self.dataset, StreamingDataset)
                 and type(self.dataset).__iter__ is StreamingDataset.__iter__)
 
+    def _batches_in_process(self) -> bool:
+        """Whether batches can be made here: without worker processes or memory pinning."""
+        return self.num_workers == 0 and not self.pin_memory and self._batches_ours()
+
+    def _batches_in_chunks(self) -> bool:
+        """Whether worker processes can send their batches in chunks (see
+        :mod:`streaming.worker_batches`): with workers, delivering batches in order."""
+        return (self.num_workers > 0 and getattr(self, "in_order", True)
+                and self._batches_ours())
+
+    def _warn_past_length(self, yielded: int) -> None:
+        """Torch's warning for a batch past the length ``len(loader)`` reported, if it is."""
+        reported = self._IterableDataset_len_called
+        if reported is not None and yielded > reported:
+            message = (f"Length of IterableDataset {self.dataset} was reported to be "
+                       f"{reported}(when accessing len(dataloader)), but {yielded} samples have "
+                       "been fetched. ")
+            if self.num_workers > 0:
+                message += ("For multiprocessing data-loading, this could be caused by not "
+                            "properly configuring the IterableDataset replica at each worker. "
+                            "Please see https://pytorch.org/docs/stable/data.html#torch.utils."
+                            "data.IterableDataset for examples.")
+            warnings.warn(message, stacklevel=3)
+
+    def _iter_chunks(self) -> Iterator[Any]:
+        """Batch in torch's worker processes, each sending its batches a chunk at a time, and
+        yield them in torch's order (see :mod:`streaming.worker_batches`)."""
+        if self._chunk_loader is None:
+            # Torch runs the workers: seeds (its base-seed draw from ``generator`` is the
+            # same), worker_init_fn, errors, timeouts, persistent workers, pinning.
+            self._chunk_loader = DataLoader(
+                ChunkedBatches(self.dataset, self.batch_size, self.drop_last),
+                batch_size=None, collate_fn=_as_is, num_workers=self.num_workers,
+                pin_memory=self.pin_memory, timeout=self.timeout,
+                worker_init_fn=WorkerSetup(self.worker_init_fn),
+                multiprocessing_context=self.multiprocessing_context,
+                generator=self.generator, prefetch_factor=self.prefetch_factor,
+                persistent_workers=self.persistent_workers,
+                pin_memory_device=self.pin_memory_device)
+        chunks = iter(self._chunk_loader)
+        _widen_pipe(chunks)
+        for yielded, batch in enumerate(interleave(chunks, self.num_workers), 1):
+            self._warn_past_length(yielded)
+            yield batch
+
     def _iter_in_process(self) -> Iterator[Any]:
         """Batch the dataset's samples as torch's single-process loader does (same batches, same
-        end of epoch, same ``drop_last``), collating each with :func:`_collate`."""
+        end of epoch, same ``drop_last``), collating each with :func:`streaming.collate.collate_batch`."""
         # Torch builds its iterator as usual (its checks, warnings and base-seed draw from the
         # loader's generator happen just the same) but never starts it; its unstarted
         # iteration of the dataset is a generator that does nothing.
         super().__iter__()
         samples = iter(self.dataset)
         size = self.batch_size
-        reported = self._IterableDataset_len_called
-        stock = _stock(torch_collate.default_collate_fn_map)
+        stock = stock_registry(torch_collate.default_collate_fn_map)
         yielded = 0
         while True:
             batch = list(islice(samples, size))
             if not batch or (self.drop_last and len(batch) < size):
                 return
             yielded += 1
-            if reported is not None and yielded > reported:
-                warnings.warn(f"Length of IterableDataset {self.dataset} was reported to be "
-                              f"{reported}(when accessing len(dataloader)), but {yielded} "
-                              "samples have been fetched. ", stacklevel=2)
-            yield _collate(batch, stock)
+            self._warn_past_length(yielded)
+            yield collate_batch(batch, stock)
             if len(batch) < size:
                 return
 
@@ -133,59 +178,24 @@ class StreamingDataLoader(DataLoader):
 
     def __del__(self) -> None:
         """Terminate the workers during cleanup."""
-        iterator = getattr(self, "_iterator", None)
-        if iterator is not None and hasattr(iterator, "_shutdown_workers"):
-            iterator._shutdown_workers()
+        for loader in (self, getattr(self, "_chunk_loader", None)):
+            iterator = getattr(loader, "_iterator", None)
+            if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+                iterator._shutdown_workers()
 
 
-def _collate(batch: list[Any], stock: bool | None = None) -> Any:
-    """``torch.utils.data.default_collate(batch)``, with a cheaper path for dicts of arrays.
-
-    Torch turns each sample's array into a tensor and stacks those (~8 us a sample for 8 KB
-    rows); stacking the arrays straight into the batch tensor gives the same tensor. Anything
-    else, and any registration a user made in torch's ``default_collate_fn_map``, goes through
-    torch's own collation. ``stock``: :func:`_stock` of that registry, if the caller checked it
-    once for many batches.
-    """
-    elem = batch[0]
-    registry = torch_collate.default_collate_fn_map
-    if stock is None:
-        stock = _stock(registry)
-    if type(elem) is not dict or not stock:
-        return torch_collate.default_collate(batch)
-    out = {}
-    for key in elem:
-        values = [sample[key] for sample in batch]
-        stacked = _stack(values) if type(values[0]) is np.ndarray else None
-        out[key] = stacked if stacked is not None else \
-            torch_collate.collate(values, collate_fn_map=registry)
-    return out
+def _widen_pipe(iterator: Any) -> None:
+    """Let the workers' result pipe hold a whole chunk (Linux: 64 KB by default, so a chunk
+    crosses in many rounds of the worker writing and this process waking to read)."""
+    queue = getattr(iterator, "_worker_result_queue", None)
+    reader = getattr(queue, "_reader", None)
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if reader is None or setsize is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(reader.fileno(), setsize, PIPE_BYTES)
 
 
-def _stock(registry: dict[Any, Any]) -> bool:
-    """Whether arrays, tensors and dicts collate as torch ships them."""
-    return (registry.get(np.ndarray) is torch_collate.collate_numpy_array_fn
-            and registry.get(Tensor) is torch_collate.collate_tensor_fn
-            and not any(isinstance(key, type) and issubclass(dict, key) for key in registry)
-            and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
-
-
-def _stack(values: list[Any]) -> Tensor | None:
-    """Stack same-shape, same-dtype numeric arrays into a new tensor; ``None`` if torch's own
-    path must decide (other types, ragged shapes, dtypes it rejects or converts)."""
-    first = values[0]
-    dtype, shape = first.dtype, first.shape
-    if dtype.kind not in "biufc" or not dtype.isnative:
-        return None
-    for value in values:
-        if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
-            return None
-    try:
-        kind = torch.from_numpy(first).dtype
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    out = torch.empty((len(values), *shape), dtype=kind)
-    rows = out.numpy()
-    for i, value in enumerate(values):  # (2x faster than np.stack for a batch of rows)
-        rows[i] = value
-    return out
+def _as_is(chunk: Any) -> Any:
+    """The ``collate_fn`` of the workers' chunk loader: chunks are collated already."""
+    return chunk

@@ -1,7 +1,7 @@
 """StreamingDataLoader's in-process batching equals torch's own, batch for batch.
 
 With ``num_workers=0`` and the default ``collate_fn`` the loader batches the dataset's samples
-itself and stacks arrays straight into the batch tensor (``streaming.dataloader._collate``). These
+itself and stacks arrays straight into the batch tensor (``streaming.collate.collate_batch``). These
 tests hold it to exactly what torch's ``default_collate`` and single-process loader make.
 """
 
@@ -16,7 +16,7 @@ from torch.utils.data import default_collate
 from torch.utils.data._utils import collate as torch_collate
 
 from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
-from streaming.dataloader import _collate
+from streaming.collate import collate_batch as _collate
 
 
 def _same(a, b) -> None:

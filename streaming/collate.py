@@ -1,0 +1,79 @@
+"""Torch's ``default_collate``, made cheaper for the batches a StreamingDataset yields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data._utils import collate as torch_collate
+
+__all__ = ["collate_batch", "stock_registry"]
+
+
+def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
+    """``torch.utils.data.default_collate(batch)``, with a cheaper path for dicts of arrays.
+
+    Torch turns each sample's array into a tensor and stacks those (~8 us a sample for 8 KB
+    rows); stacking the arrays straight into the batch tensor gives the same tensor. Anything
+    else, and any registration a user made in torch's ``default_collate_fn_map``, goes through
+    torch's own collation.
+
+    Args:
+        batch (List[Any]): The samples of one batch.
+        stock (bool, optional): :func:`stock_registry` of torch's registry, if the caller
+            checked it once for many batches.
+
+    Returns:
+        Any: What ``default_collate(batch)`` returns.
+    """
+    elem = batch[0]
+    registry = torch_collate.default_collate_fn_map
+    if stock is None:
+        stock = stock_registry(registry)
+    if type(elem) is not dict or not stock:
+        return torch_collate.default_collate(batch)
+    out = {}
+    for key in elem:
+        values = [sample[key] for sample in batch]
+        stacked = _stack(values) if type(values[0]) is np.ndarray else None
+        out[key] = stacked if stacked is not None else \
+            torch_collate.collate(values, collate_fn_map=registry)
+    return out
+
+
+def stock_registry(registry: dict[Any, Any]) -> bool:
+    """Whether arrays, tensors and dicts collate as torch ships them.
+
+    Args:
+        registry (Dict[Any, Any]): Torch's ``default_collate_fn_map``.
+
+    Returns:
+        bool: Whether nobody re-registered how those types collate.
+    """
+    return (registry.get(np.ndarray) is torch_collate.collate_numpy_array_fn
+            and registry.get(Tensor) is torch_collate.collate_tensor_fn
+            and not any(isinstance(key, type) and issubclass(dict, key) for key in registry)
+            and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
+
+
+def _stack(values: list[Any]) -> Tensor | None:
+    """Stack same-shape, same-dtype numeric arrays into a new tensor; ``None`` if torch's own
+    path must decide (other types, ragged shapes, dtypes it rejects or converts)."""
+    first = values[0]
+    dtype, shape = first.dtype, first.shape
+    if dtype.kind not in "biufc" or not dtype.isnative:
+        return None
+    for value in values:
+        if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
+            return None
+    try:
+        kind = torch.from_numpy(first).dtype
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    out = torch.empty((len(values), *shape), dtype=kind)
+    rows = out.numpy()
+    for i, value in enumerate(values):  # (2x faster than np.stack for a batch of rows)
+        rows[i] = value
+    return out

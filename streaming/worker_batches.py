@@ -1,0 +1,255 @@
+"""Batches from DataLoader worker processes, a few at a time instead of one message each.
+
+Torch's multi-process loader sends every batch as its own message, and shares every tensor in
+it through a new shared-memory file whose descriptor the main process fetches over a socket:
+~0.5 ms of the main process's CPU per batch, whatever its size — more than decoding a batch of
+MDS rows takes. Here each worker batches and collates its samples itself and sends them in
+chunks of up to :data:`MOST_BATCHES` batches, with arrays pickled in the message; the main
+process takes the workers' batches in turn, one each, as torch's loader yields them (round
+robin, a worker dropping out when its samples end), so the batches and their order are
+torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
+persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import islice
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data._utils import collate as torch_collate
+from torch.utils.data._utils import worker as torch_worker
+from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+from streaming.collate import collate_batch, stock_registry
+
+__all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
+
+# A chunk grows 1, 2, 4, ... batches up to this many (the first batch leaves at once), and
+# closes early past CHUNK_BYTES of arrays (what a worker holds before the main process has it).
+MOST_BATCHES = 64
+CHUNK_BYTES = 256 << 10
+# What the main process asks the result pipe to hold (Linux caps it: pipe-max-size, 1 MB).
+PIPE_BYTES = 1 << 20
+
+
+class Chunk:
+    """Consecutive batches of one worker.
+
+    Pickled, a plain CPU tensor travels as its NumPy array and comes back as a tensor over the
+    unpickled array (``torch.from_numpy``), so no shared memory is made or fetched for it.
+
+    Args:
+        worker (int): The worker's id.
+        batches (List[Any]): Its next batches, in order.
+        last (bool): Whether the worker has no batches after these.
+    """
+
+    __slots__ = ("worker", "batches", "last")
+
+    def __init__(self, worker: int, batches: list[Any], last: bool) -> None:
+        self.worker = worker
+        self.batches = batches
+        self.last = last
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # One payload of every tensor's bytes: pickling many big arrays grows the pickle's
+        # buffer step by step (copying it each time).
+        arrays: list[Any] = []
+        offset = [0]
+        skeleton = [_pack(batch, arrays, offset) for batch in self.batches]
+        payload = b"".join(arrays)
+        return _unpack_chunk, (self.worker, skeleton, self.last, payload)
+
+    def pin_memory(self) -> Chunk:
+        """Pin every batch, as torch's pinning thread does a batch (it calls this).
+
+        Returns:
+            Chunk: The same batches, pinned.
+        """
+        return Chunk(self.worker, [pin_batch(batch) for batch in self.batches], self.last)
+
+
+class _Slot:
+    """Where a tensor's bytes are in its chunk's payload."""
+
+    __slots__ = ("dtype", "shape", "start", "stop")
+
+    def __init__(self, dtype: torch.dtype, shape: tuple[int, ...], start: int,
+                 stop: int) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self.start = start
+        self.stop = stop
+
+
+def _pack(data: Any, arrays: list[Any], offset: list[int]) -> Any:
+    """``data`` with each plain CPU tensor in its dicts, lists and tuples moved to ``arrays``
+    (as a NumPy array) and replaced by its :class:`_Slot` (``offset``: bytes moved so far).
+
+    Anything else (tensor subclasses, dtypes NumPy lacks, other containers) is left as it is and
+    pickled as torch would.
+    """
+    kind = type(data)
+    if kind is torch.Tensor:
+        if data.device.type == "cpu" and data.layout is torch.strided and \
+                not data.requires_grad and data.is_contiguous():
+            try:
+                array = data.numpy()
+            except (TypeError, RuntimeError):  # a dtype NumPy lacks
+                return data
+            start = offset[0]
+            offset[0] += array.nbytes
+            arrays.append(array.reshape(-1).view(np.uint8))
+            return _Slot(data.dtype, tuple(data.shape), start, offset[0])
+        return data
+    if kind is dict:
+        return {key: _pack(value, arrays, offset) for key, value in data.items()}
+    if kind is list:
+        return [_pack(value, arrays, offset) for value in data]
+    if kind is tuple:
+        return tuple(_pack(value, arrays, offset) for value in data)
+    return data
+
+
+def _unpack(data: Any, payload: Any) -> Any:
+    """Undo :func:`_pack`: each :class:`_Slot` becomes a new tensor of its bytes."""
+    kind = type(data)
+    if kind is _Slot:
+        out = torch.empty(data.shape, dtype=data.dtype)
+        if data.stop > data.start:
+            out.numpy().reshape(-1).view(np.uint8)[:] = payload[data.start:data.stop]
+        return out
+    if kind is dict:
+        return {key: _unpack(value, payload) for key, value in data.items()}
+    if kind is list:
+        return [_unpack(value, payload) for value in data]
+    if kind is tuple:
+        return tuple(_unpack(value, payload) for value in data)
+    return data
+
+
+def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes) -> Chunk:
+    """Unpickle a :class:`Chunk`."""
+    raw = np.frombuffer(payload, np.uint8)
+    return Chunk(worker, [_unpack(batch, raw) for batch in skeleton], last)
+
+
+def _array_bytes(data: Any) -> int:
+    """Bytes of the tensors at the top of a collated batch (a dict, list or tuple of them)."""
+    values = data.values() if type(data) is dict else data if type(data) in (list, tuple) \
+        else (data,)
+    return sum(value.nbytes for value in values if type(value) is torch.Tensor)
+
+
+class ChunkedBatches(IterableDataset):
+    """What each DataLoader worker iterates: its share of the dataset, batched, in chunks.
+
+    Batches are made as torch's worker makes them from an iterable dataset (``batch_size``
+    samples each, the last one short unless ``drop_last``) and collated as ``default_collate``
+    collates them.
+
+    Args:
+        dataset (IterableDataset): The dataset whose samples to batch.
+        batch_size (int): Samples per batch.
+        drop_last (bool): Whether to drop a worker's last, short batch.
+    """
+
+    def __init__(self, dataset: IterableDataset, batch_size: int, drop_last: bool) -> None:
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def _batches(self) -> Iterator[Any]:
+        samples = iter(self.dataset)
+        stock = stock_registry(torch_collate.default_collate_fn_map)
+        while True:
+            batch = list(islice(samples, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield collate_batch(batch, stock)
+            if len(batch) < self.batch_size:
+                return
+
+    def __iter__(self) -> Iterator[Chunk]:
+        """Iterate this worker's batches, a chunk at a time.
+
+        Returns:
+            Iterator[Chunk]: Chunks of batches; the last says so (even if it holds none).
+        """
+        info = get_worker_info()
+        worker = 0 if info is None else info.id
+        batches = self._batches()
+        ahead = next(batches, None)
+        size = 1
+        while True:
+            chunk: list[Any] = []
+            held = 0
+            while ahead is not None and len(chunk) < size and held < CHUNK_BYTES:
+                chunk.append(ahead)
+                held += _array_bytes(ahead)
+                ahead = next(batches, None)
+            yield Chunk(worker, chunk, ahead is None)
+            if ahead is None:
+                return
+            size = min(2 * size, MOST_BATCHES)
+
+
+class WorkerSetup:
+    """A DataLoader's ``worker_init_fn`` for :class:`ChunkedBatches`: first makes the worker's
+    ``get_worker_info().dataset`` the user's dataset (as torch's own loader has it), then calls
+    the user's ``worker_init_fn``, if any.
+
+    Args:
+        init_fn (Callable[[int], None], optional): The user's ``worker_init_fn``.
+    """
+
+    def __init__(self, init_fn: Any = None) -> None:
+        self.init_fn = init_fn
+
+    def __call__(self, worker_id: int) -> None:
+        """Set up worker ``worker_id``.
+
+        Args:
+            worker_id (int): The worker's id.
+        """
+        info = get_worker_info()
+        if info is not None and isinstance(info.dataset, ChunkedBatches):
+            torch_worker._worker_info = torch_worker.WorkerInfo(
+                id=info.id, num_workers=info.num_workers, seed=info.seed,
+                dataset=info.dataset.dataset)
+        if self.init_fn is not None:
+            self.init_fn(worker_id)
+
+
+def interleave(chunks: Iterator[Chunk], num_workers: int) -> Iterator[Any]:
+    """Yield the workers' batches in the order torch's loader yields them: one from each worker
+    in turn, a worker leaving the turn when it has no more.
+
+    Args:
+        chunks (Iterator[Chunk]): Every worker's chunks, each worker's in order.
+        num_workers (int): How many workers.
+
+    Returns:
+        Iterator[Any]: The batches.
+    """
+    held: list[deque[Any]] = [deque() for _ in range(num_workers)]
+    ended = [False] * num_workers
+    turn = list(range(num_workers))
+    while turn:
+        still = []
+        for worker in turn:
+            while not held[worker] and not ended[worker]:
+                chunk = next(chunks, None)
+                if chunk is None:  # every worker has finished
+                    ended = [True] * num_workers
+                    break
+                held[chunk.worker].extend(chunk.batches)
+                ended[chunk.worker] = ended[chunk.worker] or chunk.last
+            if held[worker]:
+                yield held[worker].popleft()
+                still.append(worker)
+        turn = still

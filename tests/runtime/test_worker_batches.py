@@ -1,0 +1,201 @@
+"""StreamingDataLoader with worker processes: chunked batches equal torch's own loader's.
+
+With workers, the default ``collate_fn`` and a StreamingDataset, each worker batches and
+collates its own samples and sends them a chunk at a time (``streaming.worker_batches``); the
+main process hands them out in torch's round-robin order. These tests hold that to exactly what
+torch's multi-process loader yields, and the chunk's pickling to a faithful round trip.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import pickle
+from multiprocessing.reduction import ForkingPickler
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_dataloader_batches import _same, batches
+from torch.utils.data import default_collate, get_worker_info
+
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming.collate import collate_batch
+from streaming.worker_batches import PIPE_BYTES, Chunk, interleave
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("rows"))
+    with MDSWriter(out=out, columns={"tokens": "ndarray:int32", "id": "int", "text": "str"},
+                   size_limit=1 << 14) as writer:
+        for i in range(203):
+            writer.write({"tokens": np.arange(i, i + 16, dtype=np.int32), "id": i,
+                          "text": f"row {i}"})
+    return out
+
+
+def _torch_collate(batch):
+    return default_collate(batch)  # not the default collate_fn itself: torch's own loop
+
+
+def _pair(local, shuffle=False, **kwargs):
+    """A loader taking the chunked path and the same loader going through torch's own."""
+    def make(**extra):
+        ds = StreamingDataset(local=local, shuffle=shuffle, batch_size=8)
+        return StreamingDataLoader(ds, batch_size=8, **kwargs, **extra)
+    fast, slow = make(), make(collate_fn=_torch_collate)
+    assert fast._batches_in_chunks() and not slow._batches_in_chunks()
+    return fast, slow
+
+
+def _same_epochs(fast, slow, epochs=2) -> None:
+    for epoch in range(epochs):
+        torch.manual_seed(epoch)
+        got = list(fast)
+        state = torch.get_rng_state()
+        torch.manual_seed(epoch)
+        want = list(slow)
+        assert torch.equal(state, torch.get_rng_state())  # the same base-seed draw as torch
+        assert len(got) == len(want) > 0
+        _same(got, want)
+        assert fast.num_samples_yielded == slow.num_samples_yielded
+        assert fast.state_dict() == slow.state_dict()
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_worker_batches_equal_torch_loader(rows, num_workers, shuffle, drop_last) -> None:
+    fast, slow = _pair(rows, num_workers=num_workers, shuffle=shuffle, drop_last=drop_last)
+    _same_epochs(fast, slow)
+
+
+def test_persistent_workers_equal_torch_loader(rows) -> None:
+    fast, slow = _pair(rows, num_workers=2, shuffle=True, persistent_workers=True)
+    _same_epochs(fast, slow, epochs=3)
+
+
+@pytest.mark.slow
+def test_spawned_workers_equal_torch_loader(rows) -> None:
+    fast, slow = _pair(rows, num_workers=2, shuffle=True, multiprocessing_context="spawn")
+    _same_epochs(fast, slow, epochs=1)
+
+
+def _init_sees_dataset(worker_id: int) -> None:
+    info = get_worker_info()
+    if not isinstance(info.dataset, StreamingDataset) or info.id != worker_id:
+        raise RuntimeError(f"worker {worker_id} sees {type(info.dataset).__name__}")
+    torch.manual_seed(1234 + worker_id)  # no effect on the main process's RNG
+
+
+def test_worker_init_fn_sees_the_users_dataset(rows) -> None:
+    fast, slow = _pair(rows, num_workers=2, worker_init_fn=_init_sees_dataset)
+    _same_epochs(fast, slow, epochs=1)
+
+
+class _Failing(StreamingDataset):
+    def get_item(self, sample_id: int):
+        if sample_id == 150:
+            raise ValueError("sample 150 is bad")
+        return super().get_item(sample_id)
+
+
+def test_a_workers_error_reaches_the_main_process(rows) -> None:
+    loader = StreamingDataLoader(_Failing(local=rows, batch_size=8), batch_size=8,
+                                 num_workers=2)
+    assert loader._batches_in_chunks()
+    with pytest.raises(ValueError, match="sample 150 is bad"):
+        list(loader)
+
+
+def test_workers_warn_past_reported_length(rows) -> None:
+    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+                                 num_workers=2)
+    loader._IterableDataset_len_called = 3  # as if len(loader) had said 3
+    with pytest.warns(UserWarning, match="For multiprocessing data-loading") as caught:
+        got = [batch for batch in loader]
+    assert len(got) == 26
+    assert len([w for w in caught if "was reported to be 3" in str(w.message)]) == 26 - 3
+
+
+def test_the_result_pipe_holds_a_chunk(rows) -> None:
+    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+                                 num_workers=2, persistent_workers=True)
+    next(iter(loader))
+    queue = loader._chunk_loader._iterator._worker_result_queue
+    size = fcntl.fcntl(queue._reader.fileno(), fcntl.F_GETPIPE_SZ)
+    with open("/proc/sys/fs/pipe-max-size") as f:
+        assert size == min(PIPE_BYTES, int(f.read()))
+
+
+# ---- the chunk's pickling ----
+
+def _collated_or_none(batch):
+    try:
+        return collate_batch(batch)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(batches(), max_size=4), st.booleans())
+def test_chunk_pickles_to_the_same_batches(samples, last) -> None:
+    made = [b for b in (_collated_or_none(s) for s in samples) if b is not None]
+    got = pickle.loads(ForkingPickler.dumps(Chunk(1, made, last)))
+    assert got.worker == 1 and got.last == last
+    assert len(got.batches) == len(made)
+    _same(got.batches, made)  # (resizes each received tensor: each owns its storage)
+
+
+def test_chunk_keeps_what_it_cannot_move() -> None:
+    odd = {"grad": torch.ones(3, requires_grad=True), "view": torch.arange(6).reshape(2, 3).t(),
+           "bf16": torch.ones(2, dtype=torch.bfloat16), "nested": ({"x": torch.arange(3)},),
+           "text": ["a", "b"]}
+    got = pickle.loads(ForkingPickler.dumps(Chunk(0, [odd, odd], True))).batches
+    for batch in got:
+        assert batch["grad"].requires_grad and torch.equal(batch["grad"], odd["grad"])
+        assert torch.equal(batch["view"], odd["view"]) and not batch["view"].is_contiguous()
+        assert batch["bf16"].dtype == torch.bfloat16
+        assert torch.equal(batch["nested"][0]["x"], torch.arange(3))
+        assert batch["text"] == ["a", "b"]
+    got[0]["nested"][0]["x"][0] = 7  # moved tensors are each their own
+    assert got[1]["nested"][0]["x"][0] == 0
+
+
+# ---- the order ----
+
+def _torch_order(per_worker: list[list[int]]) -> list[int]:
+    """Torch's loader: one batch from each worker in turn, dropping a worker that has ended."""
+    out, at = [], [0] * len(per_worker)
+    active = list(range(len(per_worker)))
+    while active:
+        for w in list(active):
+            if at[w] < len(per_worker[w]):
+                out.append(per_worker[w][at[w]])
+                at[w] += 1
+            else:
+                active.remove(w)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=4), st.data())
+def test_interleave_is_torchs_round_robin(counts, data) -> None:
+    per_worker = [[(w, k) for k in range(n)] for w, n in enumerate(counts)]
+    # Each worker's batches cut into chunks (the last flagged, an empty one if it has none),
+    # the chunks arriving one from each worker in turn, as torch's loader passes them on.
+    cut = []
+    for w, batches_ in enumerate(per_worker):
+        pieces, at = [], 0
+        while True:
+            size = data.draw(st.integers(1, 4))
+            piece = batches_[at:at + size]
+            at += size
+            pieces.append(Chunk(w, piece, at >= len(batches_)))
+            if at >= len(batches_):
+                break
+        cut.append(pieces)
+    stream = _torch_order(cut)
+    assert list(interleave(iter(stream), len(counts))) == _torch_order(per_worker)
