@@ -113,7 +113,8 @@ class StreamingDataLoader(DataLoader):
     def _iter_chunks(self) -> Iterator[Any]:
         """Batch in torch's worker processes, each sending its batches a chunk at a time, and
         yield them in torch's order (see :mod:`streaming.worker_batches`)."""
-        if self._chunk_loader is None:
+        first = self._chunk_loader is None
+        if first:
             # Torch runs the workers: seeds (its base-seed draw from ``generator`` is the
             # same), worker_init_fn, errors, timeouts, persistent workers, pinning.
             self._chunk_loader = DataLoader(
@@ -125,6 +126,8 @@ class StreamingDataLoader(DataLoader):
                 generator=self.generator, prefetch_factor=self.prefetch_factor,
                 persistent_workers=self.persistent_workers,
                 pin_memory_device=self.pin_memory_device)
+        if first or not self.persistent_workers:  # workers about to start get new rings
+            self._chunk_loader.dataset.new_rings(self.num_workers)
         chunks = iter(self._chunk_loader)
         _widen_pipe(chunks)
         for yielded, batch in enumerate(interleave(chunks, self.num_workers), 1):

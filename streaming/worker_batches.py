@@ -24,6 +24,7 @@ from torch.utils.data._utils import collate as torch_collate
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
+from streaming.batch_ring import Ring, ring_of, rings_supported
 from streaming.collate import collate_batch, stock_registry
 
 __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
@@ -31,7 +32,9 @@ __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 # A chunk grows 1, 2, 4, ... batches up to this many (the first batch leaves at once), and
 # closes early past CHUNK_BYTES of arrays (what a worker holds before the main process has it).
 MOST_BATCHES = 64
-CHUNK_BYTES = 256 << 10
+CHUNK_BYTES = 1 << 20
+# Each worker's ring (see streaming.batch_ring): a few chunks in flight.
+RING_BYTES = 8 << 20
 # What the main process asks the result pipe to hold (Linux caps it: pipe-max-size, 1 MB).
 PIPE_BYTES = 1 << 20
 
@@ -39,28 +42,37 @@ PIPE_BYTES = 1 << 20
 class Chunk:
     """Consecutive batches of one worker.
 
-    Pickled, a plain CPU tensor travels as its NumPy array and comes back as a tensor over the
-    unpickled array (``torch.from_numpy``), so no shared memory is made or fetched for it.
+    Pickled, the bytes of its plain CPU tensors go into the worker's ring if they fit (else
+    into the message, as one payload), and come back as new tensors: no shared memory is made
+    or fetched per tensor, as torch's pickling of tensors does.
 
     Args:
         worker (int): The worker's id.
         batches (List[Any]): Its next batches, in order.
         last (bool): Whether the worker has no batches after these.
+        ring (Ring, optional): The worker's ring. Defaults to ``None``.
     """
 
-    __slots__ = ("worker", "batches", "last")
+    __slots__ = ("worker", "batches", "last", "ring")
 
-    def __init__(self, worker: int, batches: list[Any], last: bool) -> None:
+    def __init__(self, worker: int, batches: list[Any], last: bool,
+                 ring: Ring | None = None) -> None:
         self.worker = worker
         self.batches = batches
         self.last = last
+        self.ring = ring
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # One payload of every tensor's bytes: pickling many big arrays grows the pickle's
-        # buffer step by step (copying it each time).
         arrays: list[Any] = []
         offset = [0]
         skeleton = [_pack(batch, arrays, offset) for batch in self.batches]
+        if self.ring is not None and arrays:
+            start = self.ring.put(arrays, offset[0])
+            if start is not None:
+                where = (self.ring.token, start, offset[0])
+                return _unpack_chunk, (self.worker, skeleton, self.last, None, where)
+        # One payload of every tensor's bytes: pickling many big arrays grows the pickle's
+        # buffer step by step (copying it each time).
         payload = b"".join(arrays)
         return _unpack_chunk, (self.worker, skeleton, self.last, payload)
 
@@ -132,10 +144,19 @@ def _unpack(data: Any, payload: Any) -> Any:
     return data
 
 
-def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes) -> Chunk:
-    """Unpickle a :class:`Chunk`."""
-    raw = np.frombuffer(payload, np.uint8)
-    return Chunk(worker, [_unpack(batch, raw) for batch in skeleton], last)
+def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
+                  where: tuple[str, int, int] | None = None) -> Chunk:
+    """Unpickle a :class:`Chunk`: its tensors' bytes are ``payload``, or in a ring ``where``
+    (token, position, length), marked read once copied out."""
+    if payload is not None:
+        return Chunk(worker, [_unpack(batch, np.frombuffer(payload, np.uint8))
+                              for batch in skeleton], last)
+    token, start, nbytes = where
+    ring = ring_of(token)
+    raw = ring.view(start, nbytes)
+    batches = [_unpack(batch, raw) for batch in skeleton]
+    ring.done(start + nbytes)
+    return Chunk(worker, batches, last)
 
 
 def _array_bytes(data: Any) -> int:
@@ -162,6 +183,16 @@ class ChunkedBatches(IterableDataset):
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
+        self.rings: list[Ring] | None = None  # by worker id, set by the main process
+
+    def new_rings(self, num_workers: int) -> None:
+        """Give the workers about to start new rings (where the platform has them).
+
+        Args:
+            num_workers (int): How many workers.
+        """
+        self.rings = [Ring(RING_BYTES) for _ in range(num_workers)] if rings_supported() \
+            else None
 
     def _batches(self) -> Iterator[Any]:
         samples = iter(self.dataset)
@@ -182,6 +213,10 @@ class ChunkedBatches(IterableDataset):
         """
         info = get_worker_info()
         worker = 0 if info is None else info.id
+        ring = None
+        if info is not None and self.rings is not None and worker < len(self.rings):
+            ring = self.rings[worker]
+            ring.start_writing()
         batches = self._batches()
         ahead = next(batches, None)
         size = 1
@@ -192,7 +227,7 @@ class ChunkedBatches(IterableDataset):
                 chunk.append(ahead)
                 held += _array_bytes(ahead)
                 ahead = next(batches, None)
-            yield Chunk(worker, chunk, ahead is None)
+            yield Chunk(worker, chunk, ahead is None, ring)
             if ahead is None:
                 return
             size = min(2 * size, MOST_BATCHES)

@@ -9,6 +9,7 @@ torch's multi-process loader yields, and the chunk's pickling to a faithful roun
 from __future__ import annotations
 
 import fcntl
+import os
 import pickle
 from multiprocessing.reduction import ForkingPickler
 
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
 from torch.utils.data import default_collate, get_worker_info
 
-from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset, worker_batches
+from streaming.batch_ring import Ring, ring_of
 from streaming.collate import collate_batch
 from streaming.worker_batches import PIPE_BYTES, Chunk, interleave
 
@@ -75,6 +77,8 @@ def test_worker_batches_equal_torch_loader(rows, num_workers, shuffle, drop_last
 def test_persistent_workers_equal_torch_loader(rows) -> None:
     fast, slow = _pair(rows, num_workers=2, shuffle=True, persistent_workers=True)
     _same_epochs(fast, slow, epochs=3)
+    for ring in fast._chunk_loader.dataset.rings:  # the bytes went through the rings
+        assert 0 < int(ring.head[0]) == int(ring.head[1])
 
 
 @pytest.mark.slow
@@ -199,3 +203,67 @@ def test_interleave_is_torchs_round_robin(counts, data) -> None:
         cut.append(pieces)
     stream = _torch_order(cut)
     assert list(interleave(iter(stream), len(counts))) == _torch_order(per_worker)
+
+
+# ---- the ring ----
+
+def test_ring_puts_views_and_reuses_its_bytes() -> None:
+    ring = Ring(100)
+    first = np.arange(40, dtype=np.uint8)
+    assert ring.put([first[:10], first[10:]], 40) == 0
+    assert ring.put([np.full(50, 7, np.uint8)], 50) == 40
+    assert ring.put([np.ones(20, np.uint8)], 20) is None  # 10 left at the tail, nothing read
+    assert np.array_equal(ring.view(0, 40), first)
+    ring.done(40)
+    # 10 bytes at the tail are skipped: a payload is never split.
+    assert ring.put([np.full(20, 3, np.uint8)], 20) == 100
+    assert np.array_equal(ring.view(100, 20), np.full(20, 3, np.uint8))
+    assert ring.put([np.ones(40, np.uint8)], 40) is None  # 90..100 not read yet
+    ring.done(120)
+    assert ring.put([np.ones(80, np.uint8)], 80) == 120
+    assert ring.put([np.ones(101, np.uint8)], 101) is None  # bigger than the ring
+    assert ring_of(ring.token) is ring
+    with pytest.raises(TypeError, match="only be passed to a worker"):
+        pickle.dumps(ring)
+    with pytest.raises(RuntimeError, match="ring nope"):
+        ring_of("nope")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(batches(), max_size=3), min_size=1, max_size=6),
+       st.sampled_from([64, 4096, 1 << 20]))
+def test_chunks_through_a_ring_are_the_same_batches(chunks_, size) -> None:
+    ring = Ring(size)  # small rings send some chunks in their message instead
+    sent = []
+    for samples in chunks_:
+        made = [b for b in (_collated_or_none(s) for s in samples) if b is not None]
+        sent.append((made, ForkingPickler.dumps(Chunk(0, made, False, ring))))
+    for made, message in sent[:2]:  # read some while others are in the ring
+        _same(pickle.loads(message).batches, made)
+    for made, message in sent[2:]:
+        _same(pickle.loads(message).batches, made)
+    assert int(ring.head[0]) <= int(ring.head[1])
+
+
+def test_a_full_ring_falls_back_to_messages(rows, monkeypatch) -> None:
+    monkeypatch.setattr(worker_batches, "RING_BYTES", 3000)  # forked workers inherit it
+    fast, slow = _pair(rows, num_workers=2, shuffle=True)
+    _same_epochs(fast, slow, epochs=1)
+
+
+def test_abandoned_epoch_with_persistent_workers(rows) -> None:
+    fast, slow = _pair(rows, num_workers=2, shuffle=True, persistent_workers=True)
+    for loader in (fast, slow):
+        for n, _ in enumerate(loader):
+            if n == 4:
+                break
+    _same_epochs(fast, slow, epochs=2)
+
+
+def test_nothing_left_in_dev_shm(rows) -> None:
+    before = set(os.listdir("/dev/shm"))
+    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+                                 num_workers=2)
+    assert sum(len(batch["id"]) for batch in loader) == 203
+    del loader
+    assert set(os.listdir("/dev/shm")) - before == set()
