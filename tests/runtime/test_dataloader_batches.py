@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from torch.utils.data import default_collate
 from torch.utils.data._utils import collate as torch_collate
 
-from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming import StreamingDataLoader, StreamingDataset
 from streaming.collate import collate_batch as _collate
 
 
@@ -97,17 +97,6 @@ def test_collate_defers_to_a_customised_registry(monkeypatch) -> None:
     assert _collate(batch) == default_collate(batch) == {"x": [[0, 1, 2], [0, 1, 2]]}
     # Not dicts: torch's own path.
     assert torch.equal(_collate([1, 2]), default_collate([1, 2]))
-
-
-@pytest.fixture(scope="module")
-def token_dataset(tmp_path_factory) -> str:
-    out = str(tmp_path_factory.mktemp("tokens"))
-    with MDSWriter(out=out, columns={"tokens": "ndarray:int32", "id": "int", "text": "str"},
-                   size_limit=1 << 14) as writer:
-        for i in range(203):
-            writer.write({"tokens": np.arange(i, i + 16, dtype=np.int32), "id": i,
-                          "text": f"row {i}"})
-    return out
 
 
 @pytest.mark.parametrize("shuffle", [False, True])

@@ -21,21 +21,10 @@ from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
 from torch.utils.data import default_collate, get_worker_info
 
-from streaming import MDSWriter, StreamingDataLoader, StreamingDataset, worker_batches
+from streaming import StreamingDataLoader, StreamingDataset, worker_batches
 from streaming.batch_ring import Ring, ring_of
 from streaming.collate import collate_batch
 from streaming.worker_batches import PIPE_BYTES, Chunk, interleave
-
-
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory) -> str:
-    out = str(tmp_path_factory.mktemp("rows"))
-    with MDSWriter(out=out, columns={"tokens": "ndarray:int32", "id": "int", "text": "str"},
-                   size_limit=1 << 14) as writer:
-        for i in range(203):
-            writer.write({"tokens": np.arange(i, i + 16, dtype=np.int32), "id": i,
-                          "text": f"row {i}"})
-    return out
 
 
 def _torch_collate(batch):
@@ -69,21 +58,21 @@ def _same_epochs(fast, slow, epochs=2) -> None:
 @pytest.mark.parametrize("num_workers", [2, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_worker_batches_equal_torch_loader(rows, num_workers, shuffle, drop_last) -> None:
-    fast, slow = _pair(rows, num_workers=num_workers, shuffle=shuffle, drop_last=drop_last)
+def test_worker_batches_equal_torch_loader(token_dataset, num_workers, shuffle, drop_last) -> None:
+    fast, slow = _pair(token_dataset, num_workers=num_workers, shuffle=shuffle, drop_last=drop_last)
     _same_epochs(fast, slow)
 
 
-def test_persistent_workers_equal_torch_loader(rows) -> None:
-    fast, slow = _pair(rows, num_workers=2, shuffle=True, persistent_workers=True)
+def test_persistent_workers_equal_torch_loader(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
     _same_epochs(fast, slow, epochs=3)
     for ring in fast._chunk_loader.dataset.rings:  # the bytes went through the rings
         assert 0 < int(ring.head[0]) == int(ring.head[1])
 
 
 @pytest.mark.slow
-def test_spawned_workers_equal_torch_loader(rows) -> None:
-    fast, slow = _pair(rows, num_workers=2, shuffle=True, multiprocessing_context="spawn")
+def test_spawned_workers_equal_torch_loader(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, multiprocessing_context="spawn")
     _same_epochs(fast, slow, epochs=1)
 
 
@@ -94,8 +83,8 @@ def _init_sees_dataset(worker_id: int) -> None:
     torch.manual_seed(1234 + worker_id)  # no effect on the main process's RNG
 
 
-def test_worker_init_fn_sees_the_users_dataset(rows) -> None:
-    fast, slow = _pair(rows, num_workers=2, worker_init_fn=_init_sees_dataset)
+def test_worker_init_fn_sees_the_users_dataset(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, worker_init_fn=_init_sees_dataset)
     _same_epochs(fast, slow, epochs=1)
 
 
@@ -106,16 +95,16 @@ class _Failing(StreamingDataset):
         return super().get_item(sample_id)
 
 
-def test_a_workers_error_reaches_the_main_process(rows) -> None:
-    loader = StreamingDataLoader(_Failing(local=rows, batch_size=8), batch_size=8,
+def test_a_workers_error_reaches_the_main_process(token_dataset) -> None:
+    loader = StreamingDataLoader(_Failing(local=token_dataset, batch_size=8), batch_size=8,
                                  num_workers=2)
     assert loader._batches_in_chunks()
     with pytest.raises(ValueError, match="sample 150 is bad"):
         list(loader)
 
 
-def test_workers_warn_past_reported_length(rows) -> None:
-    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+def test_workers_warn_past_reported_length(token_dataset) -> None:
+    loader = StreamingDataLoader(StreamingDataset(local=token_dataset, batch_size=8), batch_size=8,
                                  num_workers=2)
     loader._IterableDataset_len_called = 3  # as if len(loader) had said 3
     with pytest.warns(UserWarning, match="For multiprocessing data-loading") as caught:
@@ -124,8 +113,8 @@ def test_workers_warn_past_reported_length(rows) -> None:
     assert len([w for w in caught if "was reported to be 3" in str(w.message)]) == 26 - 3
 
 
-def test_the_result_pipe_holds_a_chunk(rows) -> None:
-    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+def test_the_result_pipe_holds_a_chunk(token_dataset) -> None:
+    loader = StreamingDataLoader(StreamingDataset(local=token_dataset, batch_size=8), batch_size=8,
                                  num_workers=2, persistent_workers=True)
     next(iter(loader))
     queue = loader._chunk_loader._iterator._worker_result_queue
@@ -245,14 +234,14 @@ def test_chunks_through_a_ring_are_the_same_batches(chunks_, size) -> None:
     assert int(ring.head[0]) <= int(ring.head[1])
 
 
-def test_a_full_ring_falls_back_to_messages(rows, monkeypatch) -> None:
+def test_a_full_ring_falls_back_to_messages(token_dataset, monkeypatch) -> None:
     monkeypatch.setattr(worker_batches, "RING_BYTES", 3000)  # forked workers inherit it
-    fast, slow = _pair(rows, num_workers=2, shuffle=True)
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
     _same_epochs(fast, slow, epochs=1)
 
 
-def test_abandoned_epoch_with_persistent_workers(rows) -> None:
-    fast, slow = _pair(rows, num_workers=2, shuffle=True, persistent_workers=True)
+def test_abandoned_epoch_with_persistent_workers(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
     for loader in (fast, slow):
         for n, _ in enumerate(loader):
             if n == 4:
@@ -260,9 +249,9 @@ def test_abandoned_epoch_with_persistent_workers(rows) -> None:
     _same_epochs(fast, slow, epochs=2)
 
 
-def test_nothing_left_in_dev_shm(rows) -> None:
+def test_nothing_left_in_dev_shm(token_dataset) -> None:
     before = set(os.listdir("/dev/shm"))
-    loader = StreamingDataLoader(StreamingDataset(local=rows, batch_size=8), batch_size=8,
+    loader = StreamingDataLoader(StreamingDataset(local=token_dataset, batch_size=8), batch_size=8,
                                  num_workers=2)
     assert sum(len(batch["id"]) for batch in loader) == 203
     del loader

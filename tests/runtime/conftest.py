@@ -1,0 +1,20 @@
+"""Fixtures shared by the runtime tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streaming import MDSWriter
+
+
+@pytest.fixture(scope="session")
+def token_dataset(tmp_path_factory) -> str:
+    """203 rows of 16 int32 tokens, an int id and a short text, over several small shards."""
+    out = str(tmp_path_factory.mktemp("tokens"))
+    with MDSWriter(out=out, columns={"tokens": "ndarray:int32", "id": "int", "text": "str"},
+                   size_limit=1 << 14) as writer:
+        for i in range(203):
+            writer.write({"tokens": np.arange(i, i + 16, dtype=np.int32), "id": i,
+                          "text": f"row {i}"})
+    return out
