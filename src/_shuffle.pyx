@@ -13,7 +13,8 @@ Two ways to draw, with the same results and the Generator left in the same state
   ``next_double``: ``(raw >> 11) * 2**-53``); NumPy's samplers run on a ``bitgen_t`` over that
   buffer. Raws that are not needed (the shifts of a node whose places are not wanted) are
   jumped over with ``PCG64.advance``; at the end the Generator itself is advanced by the raws
-  read and its buffered half restored (``state``). No PCG64 stepping is written here.
+  read and its buffered half restored (``state``). No PCG64 stepping is written here. With
+  much to read and an idle second core, a helper thread makes raws ahead from more copies.
 
 Both hold the bit generator's lock while drawing, as NumPy's own methods do. Draw order matches
 the NumPy calls of the reference algorithms (``Generator.shuffle`` = ``random_interval``
@@ -29,6 +30,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
+
+import os
 
 import numpy as np
 
@@ -143,9 +146,19 @@ cdef extern from *:
        the buffered high half (has_uint32 / uinteger), next_double = (raw >> 11) * 2**-53. Raws
        nobody reads are jumped over with NumPy's PCG64.advance (r->jump). The caller then
        advances its own bit generator by exactly the raws read (PCG64.advance) and restores the
-       buffered half. (A producer thread filling a ring of chunks was tried: on this 2-core box
-       it was not measurably faster, and slower when the other core was busy.) */
+       buffered half. With much to read and an idle core, a helper thread makes the raws ahead
+       (ss_pref, below). */
     #include <pthread.h>
+    #include <sched.h>
+    #include <time.h>
+    #if defined(__linux__)
+    #define SS_CPU() sched_getcpu()
+    #else
+    #define SS_CPU() (-1)
+    #endif
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
     #include <stdlib.h>
     #include <sys/mman.h>
     #define SR_CHUNK 8192
@@ -160,7 +173,9 @@ cdef extern from *:
         int64_t pending;             /* raws to jump over before the next chunk */
         void (*jump)(void *ctx, int64_t m);
         void *jump_ctx;
+        struct ss_pref *pref;        /* a helper thread making raws ahead, or NULL */
     } ss_raw;
+    static void ss_pref_refill(ss_raw *r);
 
     /* 0 on success, -1 out of memory. */
     static int ss_raw_init(ss_raw *r, bitgen_t *src, int has_half, uint32_t half) {
@@ -176,6 +191,7 @@ cdef extern from *:
     }
 
     static void ss_refill(ss_raw *r) {
+        if (r->pref != NULL) { ss_pref_refill(r); return; }
         r->taken += r->end;
         r->pos = 0;
         if (r->pending) {
@@ -233,11 +249,368 @@ cdef extern from *:
     }
     static inline int64_t ss_raw_used(const ss_raw *r) { return r->taken + r->pos + r->pending; }
 
+    /* ---- Raws made ahead on a second core ----
+       A helper thread fills sub-blocks of SP_RAWS raws ahead of the reader, each at an absolute
+       raw index, from copies of the bit generator. The reader takes the sub-block holding the
+       index it needs; if the helper is still filling it, the reader fills the next unclaimed
+       sub-block meanwhile (work-stealing), and if there is no room for that, the raws it needs
+       itself, so it never waits for a helper that may not be running. Only the reader moves a
+       copy to another index (PCG64.advance needs the GIL): the helper fills only from a copy
+       already at its next index (its own, or the one the reader just filled up to there), so
+       it never waits for the GIL. Every filled sub-block holds exactly the raws at its
+       indices, whoever filled it and whatever the jumps. Started only with an idle core
+       (_idle_core); it stops when it finds itself descheduled or on the reader's core. */
+    #ifdef SS_PREF_TEST_STALL
+    #include <unistd.h>            /* tests (a build flag): a helper that stalls mid-fill */
+    #endif
+    #define SP_SLOTS 4
+    #define SP_RAWS 32768            /* the slots fill a 1 MB L2 (measured best of 8K-64K) */
+    #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
+    #define SP_GENS 3                /* the helper holds at most one, the reader one */
+    #define SP_SLOW_NS 200000        /* a sub-block (~50 us) taking this long: the helper shares a
+                                        core (time slices of ms), and stops */
+    #define SP_SPIN 1000             /* polls (~10-50 us: ~20 of the helper's SP_STEP) without
+                                        progress: the helper is not running (its core is busy) */
+    #if defined(__SSE2__)
+    #define SS_PAUSE() _mm_pause()
+    #else
+    #define SS_PAUSE() ((void)0)
+    #endif
+    enum { SP_FREE, SP_FILLING, SP_READY };
+    typedef struct ss_pref {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        pthread_t th;
+        int started, stop;
+        uint64_t *bufs;              /* SP_SLOTS sub-blocks, then the reader's own */
+        int64_t start[SP_SLOTS];     /* absolute index of each slot's first raw */
+        int64_t size[SP_SLOTS];      /* and its raws */
+        int state[SP_SLOTS];
+        int stale[SP_SLOTS];         /* filling, but the reader is past it: free when done */
+        int64_t done[SP_SLOTS];      /* raws the helper has filled so far (atomic) */
+        int64_t next;                /* first index nobody has claimed */
+        int64_t floor;               /* the reader's index: the helper stays near it */
+        bitgen_t *gen[SP_GENS];      /* the copies, */
+        void *ctx[SP_GENS];          /* their PCG64 (for the jump), */
+        int64_t at[SP_GENS];         /* the index each is at */
+        int busy[SP_GENS];
+        int h_gen;                   /* the copy the helper holds, or -1 */
+        int h_idle;                  /* the helper waits for a copy at next */
+        int h_wait;                  /* the helper waits (for a slot or a copy) */
+        int off;                     /* the helper stalled: the reader goes on alone */
+        int r_cpu;                   /* the reader's core when it last refilled, or -1 */
+        void (*jump)(void *ctx, int64_t m);
+    } ss_pref;
+
+    /* With done: publish progress every SP_STEP raws (the reader reads behind it), and stop
+       early when *stop is set (the rest is never read). Returns the raws made. */
+    #define SP_STEP 512
+    static int64_t ss_fill(bitgen_t *g, uint64_t *out, int64_t m, int64_t *done,
+                           const int *stop) {
+        uint64_t (*next64)(void *) = g->next_uint64;
+        void *st = g->state;
+        for (int64_t k = 0; k < m; k++) {
+            out[k] = next64(st);
+            if (done != NULL && (k & (SP_STEP - 1)) == SP_STEP - 1) {
+                __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
+    #ifdef SS_PREF_TEST_STALL
+                if (k == 3 * SP_STEP - 1) usleep(300);  /* tests: stalls mid-fill */
+    #endif
+                if (__atomic_load_n(stop, __ATOMIC_RELAXED)) return k + 1;
+            }
+        }
+        if (done != NULL) __atomic_store_n(done, m, __ATOMIC_RELEASE);
+        return m;
+    }
+
+    /* A free copy, preferably one at index at (under the lock; there is always one). */
+    static int ss_pref_take(ss_pref *p, int64_t at) {
+        int g = -1;
+        for (int k = 0; k < SP_GENS; k++) {
+            if (p->busy[k]) continue;
+            if (g < 0 || p->at[k] == at) g = k;
+        }
+        p->busy[g] = 1;
+        return g;
+    }
+
+    /* The reader fills out with [at, at + m) from copy g (taken; released here). Returns with
+       the lock held. */
+    static void ss_pref_fill(ss_pref *p, int g, uint64_t *out, int64_t at, int64_t m) {
+        if (p->at[g] != at) p->jump(p->ctx[g], at - p->at[g]);
+        ss_fill(p->gen[g], out, m, NULL, NULL);
+        pthread_mutex_lock(&p->mu);
+        p->at[g] = at + m;
+        p->busy[g] = 0;
+    }
+
+    static void *ss_pref_main(void *arg) {
+        ss_pref *p = (ss_pref *)arg;
+        int k, s, g;
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop) {
+            s = g = -1;
+            if (p->next < p->floor + SP_SLOTS * SP_RAWS)
+                for (k = 0; k < SP_SLOTS && s < 0; k++) if (p->state[k] == SP_FREE) s = k;
+            if (s >= 0) {
+                if (p->h_gen >= 0 && p->at[p->h_gen] != p->next) {
+                    p->busy[p->h_gen] = 0;  /* the reader claimed past it: give it back */
+                    p->h_gen = -1;
+                }
+                if (p->h_gen < 0)
+                    for (k = 0; k < SP_GENS && p->h_gen < 0; k++)
+                        if (!p->busy[k] && p->at[k] == p->next) { p->busy[k] = 1; p->h_gen = k; }
+                g = p->h_gen;
+            }
+            p->h_idle = s >= 0 && g < 0;
+            if (g < 0) {
+                p->h_wait = 1;
+                pthread_cond_wait(&p->cv, &p->mu);
+                p->h_wait = 0;
+                continue;
+            }
+            int64_t at = p->next;
+            p->next += SP_RAWS;
+            p->state[s] = SP_FILLING; p->start[s] = at; p->size[s] = SP_RAWS; p->stale[s] = 0;
+            __atomic_store_n(&p->done[s], 0, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&p->mu);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            int64_t made = ss_fill(p->gen[g], p->bufs + (int64_t)s * SP_RAWS, SP_RAWS,
+                                   &p->done[s], &p->stop);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            pthread_mutex_lock(&p->mu);
+            int cpu = SS_CPU();
+            if ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec) > SP_SLOW_NS
+                    || (cpu >= 0 && cpu == p->r_cpu)) {
+                /* Descheduled, or on the reader's core: the reader goes on alone, reading what
+                   is made. */
+                p->off = 1;
+                __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+            }
+            p->at[g] = at + made;  /* less when stopped early: the copy goes back to the pool */
+            /* Stopped early, it stays filling: the reader reads only what is done. The reader
+               polls: no signal. */
+            if (p->stale[s]) p->state[s] = SP_FREE;
+            else if (__atomic_load_n(&p->done[s], __ATOMIC_RELAXED) == SP_RAWS)
+                p->state[s] = SP_READY;
+        }
+        if (p->h_gen >= 0) p->busy[p->h_gen] = 0;
+        p->h_gen = -1;
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+    }
+
+    static void ss_pref_refill(ss_raw *r) {
+        ss_pref *p = r->pref;
+        int64_t at = r->taken + r->end + r->pending;  /* the index needed next */
+        int k, s, f, g;
+        r->pending = 0;
+        int cpu = SS_CPU();
+        pthread_mutex_lock(&p->mu);
+        p->floor = at;
+        p->r_cpu = cpu;
+        for (k = 0; k < SP_SLOTS; k++) {
+            if (p->state[k] == SP_FREE || p->start[k] + p->size[k] > at) continue;
+            if (p->state[k] == SP_READY) p->state[k] = SP_FREE;
+            else p->stale[k] = 1;
+        }
+        if (p->next < at) p->next = at;
+        for (;;) {
+            s = f = -1;
+            int64_t after = INT64_MAX;  /* the first slot starting past at */
+            for (k = 0; k < SP_SLOTS; k++) {
+                if (p->state[k] == SP_FREE) { if (f < 0) f = k; continue; }
+                if (p->stale[k]) continue;
+                if (p->start[k] <= at && at < p->start[k] + p->size[k]) s = k;
+                else if (p->start[k] > at && p->start[k] < after) after = p->start[k];
+            }
+            if (s >= 0 && p->state[s] == SP_READY) {
+                r->buf = p->bufs + (int64_t)s * SP_RAWS + (at - p->start[s]);
+                r->end = p->start[s] + p->size[s] - at;
+                break;
+            }
+            if (s >= 0) {
+                /* The helper is filling it: read what it has filled (also once it stopped), */
+                int64_t done = __atomic_load_n(&p->done[s], __ATOMIC_ACQUIRE);
+                if (at < p->start[s] + done) {
+                    r->buf = p->bufs + (int64_t)s * SP_RAWS + (at - p->start[s]);
+                    r->end = p->start[s] + done - at;
+                    break;
+                }
+                /* or wait for more while it makes progress (it runs), */
+                if (f < 0 && !p->off) {
+                    pthread_mutex_unlock(&p->mu);
+                    int64_t seen = done;
+                    for (int spin = 0; spin < SP_SPIN && seen == done; spin++) {
+                        SS_PAUSE();
+                        seen = __atomic_load_n(&p->done[s], __ATOMIC_ACQUIRE);
+                    }
+                    pthread_mutex_lock(&p->mu);
+                    if (seen != done) continue;
+                    /* Stalled: a core this busy is better left to the reader alone. */
+                    p->off = 1;
+                    __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+                    pthread_cond_broadcast(&p->cv);
+                }
+            }
+            if (s >= 0 && f >= 0 && !p->off) {
+                /* or fill the first unclaimed raws meanwhile. */
+                int64_t ahead = p->next;
+                p->next += SP_STEAL;
+                p->state[f] = SP_FILLING; p->start[f] = ahead; p->size[f] = SP_STEAL;
+                p->stale[f] = 0;
+                g = ss_pref_take(p, ahead);
+                pthread_mutex_unlock(&p->mu);
+                ss_pref_fill(p, g, p->bufs + (int64_t)f * SP_RAWS, ahead, SP_STEAL);
+                p->state[f] = SP_READY;
+                continue;
+            }
+            /* Nobody has it (or the helper does not run): fill it here, up to the next slot or
+               the end of the one being filled. */
+            int64_t m = s >= 0 ? p->start[s] + p->size[s] - at : SP_RAWS;
+            if (after - at < m) m = after - at;
+            if (s < 0 && p->next < at + m) p->next = at + m;
+            g = ss_pref_take(p, at);
+            pthread_mutex_unlock(&p->mu);
+            ss_pref_fill(p, g, p->bufs + (int64_t)SP_SLOTS * SP_RAWS, at, m);
+            r->buf = p->bufs + (int64_t)SP_SLOTS * SP_RAWS;
+            r->end = m;
+            break;
+        }
+        if (p->h_idle && !p->off) {
+            /* The helper waits for a copy at next: move one there (the helper never jumps). */
+            for (k = 0, g = -1; k < SP_GENS; k++) if (!p->busy[k] && p->at[k] == p->next) g = k;
+            if (g < 0) {
+                int64_t to = p->next;
+                g = ss_pref_take(p, to);
+                pthread_mutex_unlock(&p->mu);
+                p->jump(p->ctx[g], to - p->at[g]);
+                pthread_mutex_lock(&p->mu);
+                p->at[g] = to;
+                p->busy[g] = 0;
+            }
+        }
+        if (p->h_wait) pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        r->taken = at;
+        r->pos = 0;
+    }
+
+    /* Start the helper with SP_GENS copies at the reader's start (ctx for jump). 0 when it
+       runs; otherwise the reader goes on alone. */
+    static int ss_pref_start(ss_raw *r, bitgen_t **gen, void **ctx) {
+        ss_pref *p = (ss_pref *)calloc(1, sizeof(ss_pref));
+        if (p == NULL) return -1;
+        p->bufs = (uint64_t *)malloc((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t));
+        if (p->bufs == NULL) { free(p); return -1; }
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->cv, NULL);
+        for (int k = 0; k < SP_SLOTS; k++) { p->start[k] = -1; p->state[k] = SP_FREE; }
+        /* The reader's buffered raws (none yet, or a first chunk) come before the helper's. */
+        p->next = p->floor = r->taken + r->end;
+        for (int k = 0; k < SP_GENS; k++) {
+            p->gen[k] = gen[k]; p->ctx[k] = ctx[k]; p->at[k] = p->next;
+        }
+        p->h_gen = -1;
+        p->r_cpu = -1;
+        p->jump = r->jump;
+        r->pref = p;
+        if (pthread_create(&p->th, NULL, ss_pref_main, p) != 0) {
+            r->pref = NULL;
+            pthread_mutex_destroy(&p->mu); pthread_cond_destroy(&p->cv);
+            free(p->bufs); free(p);
+            return -1;
+        }
+        p->started = 1;
+        return 0;
+    }
+
+    /* Stop and join the helper. The reader's buffer stays valid until ss_pref_free. */
+    static void ss_pref_stop(ss_raw *r) {
+        ss_pref *p = r->pref;
+        if (p == NULL || !p->started) return;
+        pthread_mutex_lock(&p->mu);
+        __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pthread_join(p->th, NULL);
+        p->started = 0;
+    }
+
+    static void ss_pref_free(ss_raw *r) {
+        ss_pref *p = r->pref;
+        if (p == NULL) return;
+        ss_pref_stop(r);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        free(p->bufs);
+        free(p);
+        r->pref = NULL;
+    }
+
+    /* ---- Skipping a node nobody wants: only the number of words read matters ----
+       Word k of a block read at i = i0 meets some i in [i0 - k, i0] (mask fixed), so a masked
+       word <= i0 - (SS_BLOCK - 1) is accepted and one > i0 rejected whatever came before it:
+       a block of such words moves i by its count of sure accepts, with no chain through i. A
+       block holding a word in between (~SS_BLOCK**2 / (mask + 1) of them) is read word by word.
+       SS_NO_SIMD (a build flag) takes the plain C path, to test it. */
+    #define SS_BLOCK 16   /* words: SS_BLOCK / 2 raws, low halves first */
+    /* The exact word-by-word reading of one block at i (mask fixed throughout). */
+    static inline int64_t ss_block_exact(const uint64_t *raws, uint64_t mask, int64_t i) {
+        for (int k = 0; k < SS_BLOCK / 2; k++) {
+            i -= (int64_t)((raws[k] & mask) <= (uint64_t)i);
+            i -= (int64_t)(((raws[k] >> 32) & mask) <= (uint64_t)i);
+        }
+        return i;
+    }
+    /* nb blocks from i, each read whole at this mask (the caller checks that i stays above
+       low): returns i after them. Needs mask < 2**31 (signed 32-bit compares) and
+       i >= SS_BLOCK. */
+    static inline int64_t ss_skip_blocks(const uint64_t *raws, uint64_t mask, int64_t i,
+                                         int64_t nb) {
+    #if defined(__SSE2__) && !defined(SS_NO_SIMD)
+        /* x86 is little-endian: 32-bit lane 2k is raws[k]'s low half. i stays in a vector so
+           the chain from block to block is a few vector adds and compares. */
+        const __m128i m = _mm_set1_epi32((int)mask), back = _mm_set1_epi32(SS_BLOCK - 2);
+        __m128i iv = _mm_set1_epi32((int)i);
+        for (int64_t b = 0; b < nb; b++, raws += SS_BLOCK / 2) {
+            __m128i sure = _mm_sub_epi32(iv, back);  /* v < sure: accepted */
+            __m128i v0 = _mm_and_si128(_mm_loadu_si128((const __m128i *)raws), m);
+            __m128i v1 = _mm_and_si128(_mm_loadu_si128((const __m128i *)(raws + 2)), m);
+            __m128i v2 = _mm_and_si128(_mm_loadu_si128((const __m128i *)(raws + 4)), m);
+            __m128i v3 = _mm_and_si128(_mm_loadu_si128((const __m128i *)(raws + 6)), m);
+            __m128i a0 = _mm_cmpgt_epi32(sure, v0), a1 = _mm_cmpgt_epi32(sure, v1);
+            __m128i a2 = _mm_cmpgt_epi32(sure, v2), a3 = _mm_cmpgt_epi32(sure, v3);
+            __m128i k0 = _mm_or_si128(a0, _mm_cmpgt_epi32(v0, iv));  /* v > i: rejected */
+            __m128i k1 = _mm_or_si128(a1, _mm_cmpgt_epi32(v1, iv));
+            __m128i k2 = _mm_or_si128(a2, _mm_cmpgt_epi32(v2, iv));
+            __m128i k3 = _mm_or_si128(a3, _mm_cmpgt_epi32(v3, iv));
+            __m128i known = _mm_and_si128(_mm_and_si128(k0, k1), _mm_and_si128(k2, k3));
+            if (_mm_movemask_epi8(known) != 0xFFFF) {
+                i = ss_block_exact(raws, mask, (int64_t)_mm_cvtsi128_si32(iv));
+                iv = _mm_set1_epi32((int)i);
+                continue;
+            }
+            __m128i s = _mm_add_epi32(_mm_add_epi32(a0, a1), _mm_add_epi32(a2, a3));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+            s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+            iv = _mm_add_epi32(iv, s);  /* accepts are -1 */
+        }
+        return (int64_t)_mm_cvtsi128_si32(iv);
+    #else
+        /* Without SSE2 a block test costs about what reading it word by word does. */
+        for (int64_t b = 0; b < nb; b++, raws += SS_BLOCK / 2) i = ss_block_exact(raws, mask, i);
+        return i;
+    #endif
+    }
+
     /* Fisher-Yates's draws for n samples (n <= 2**32) from the reader, as
        ss_fisher_yates_i64 makes them: the mask is fixed while i keeps its bit length, so the
        loop carries only i (a compare and a subtract per word). The accepted draw for each i
-       goes to j[i] unless j is NULL (the words are then only read: a node nobody wants). The
-       callers pass j as a constant or not, so each gets its own branch-free copy inlined. */
+       goes to j[i] unless j is NULL (a node nobody wants: only the count of words read matters,
+       so whole blocks are read at once, ss_skip_blocks). The callers pass j as a constant or
+       not, so each gets its own copy inlined. */
     #if defined(__GNUC__) || defined(__clang__)
     #define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
     #else
@@ -251,7 +624,17 @@ cdef extern from *:
         uint32_t half = r->half;
         while (i > 0) {
             uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            /* Skipping: a block from i > least never reaches low (i falls by <= SS_BLOCK). */
+            int64_t least = mask <= 0x7FFFFFFFu ? (int64_t)low + SS_BLOCK - 1 : INT64_MAX;
             while (i > (int64_t)low) {
+                if (j == NULL && i > least && !hh && end - pos >= SS_BLOCK / 2) {
+                    int64_t nb = (i - least - 1) / SS_BLOCK + 1;
+                    int64_t room = (end - pos) / (SS_BLOCK / 2);
+                    nb = nb < room ? nb : room;
+                    i = ss_skip_blocks(buf + pos, mask, i, nb);
+                    pos += nb * (SS_BLOCK / 2);
+                    continue;
+                }
                 uint32_t w;
                 if (hh) {
                     hh = 0; w = half;
@@ -564,6 +947,9 @@ cdef extern from *:
         void *jump_ctx
     int ss_raw_init(ss_raw *r, bitgen_t *src, int has_half, uint32_t half) nogil
     void ss_raw_close(ss_raw *r) nogil
+    int ss_pref_start(ss_raw *r, bitgen_t **gen, void **ctx) nogil
+    void ss_pref_stop(ss_raw *r) nogil
+    void ss_pref_free(ss_raw *r) nogil
     void ss_raw_bitgen(ss_raw *r, bitgen_t *bg) nogil
     int64_t ss_raw_used(const ss_raw *r) nogil
     double ss_next_double(ss_raw *r) nogil
@@ -742,10 +1128,11 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     bit = _bit_generator(rng)
     cdef bitgen_t *bg = _bitgen(bit)
     cdef int64_t start, stop, end, size, bstart, bstop, st
-    # Blocks are at least ``low`` long except where clipped (at most two per node).
+    # Blocks are at least ``low`` long except where clipped: the last, and those clipped at the
+    # node's start (a stagger near ``low``), each reaching past twice the last's end: < 64.
     cdef Py_ssize_t cap = 2, nblocks, b
     for node in range(num_nodes):
-        cap += (node_bounds[node + 1] - node_bounds[node]) // low + 2
+        cap += (node_bounds[node + 1] - node_bounds[node]) // low + 66
     cdef int64_t *blocks = <int64_t *>malloc(2 * cap * sizeof(int64_t))
     if blocks == NULL:
         raise MemoryError()
@@ -808,7 +1195,8 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
             ``exact=False``, the nodes after the last wanted place are not drawn (``rng`` is
             then left somewhere else). Defaults to ``True``.
         _mode (int): Tests only: 0 picks the path, 1 forces the generic ``bitgen_t`` path, 2
-            the PCG64 raw path (needs a PCG64 generator).
+            the PCG64 raw path (needs a PCG64 generator), 3 the raw path with the raws made
+            ahead on a helper thread.
 
     Returns:
         bool: ``py1e``: whether some span outgrew its block (so was not spread).
@@ -861,7 +1249,7 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     cdef bitgen_t *bg = _bitgen(bit)
     if _raw_mode(bit, _mode, _largest(sizes)):
         return _shuffle_nodes_raw(bit, spread, begins, sizes, node_spans, low, high,
-                                  out, want, want_bounds, order, largest, exact)
+                                  out, want, want_bounds, order, largest, exact, _mode)
     cdef bint has_order = order is not None
     cdef Py_ssize_t last = num_nodes - 1
     if pick:
@@ -931,12 +1319,12 @@ cdef int _raw_mode(object bit, int mode, Py_ssize_t largest_span) except -1:
     cdef bint pcg = type(bit) is _PCG64
     if mode == 1:
         return 0
-    if mode == 2:
+    if mode == 2 or mode == 3:
         if not pcg:
             raise ValueError("the raw path needs a PCG64 bit generator")
         return 1
     if mode != 0:
-        raise ValueError(f"_mode must be 0, 1 or 2, got {mode}")
+        raise ValueError(f"_mode must be 0, 1, 2 or 3, got {mode}")
     # Fisher-Yates past 2**32 samples draws 64-bit intervals: left to the generic path.
     return 1 if pcg and largest_span <= 0xFFFFFFFF else 0
 
@@ -978,6 +1366,43 @@ cdef Py_ssize_t _last_needed(bint spread, const int64_t[:] sizes, const int64_t[
     return last
 
 
+# Raws ahead from which a helper thread makes them on a second core (see ss_pref): below this,
+# starting it costs more than it saves.
+_helper_min_raws = 500_000
+
+
+cdef bint _idle_core():
+    """Whether another core looks idle now: allowed to us, and fewer tasks running than cores."""
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        return False
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])  # this one included
+    except (OSError, ValueError, IndexError):
+        return True
+    return running < min(cores, os.cpu_count() or cores)
+
+
+cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
+                           const int64_t[:] node_spans, Py_ssize_t nodes, int mode):
+    """The copies of ``bit`` (SP_GENS) for a helper thread, when the raws ahead are worth making
+    on another core; else None."""
+    if mode == 3:
+        return [_copy_of(bit) for _ in range(3)]
+    # py1e jumps over most raws of the nodes it skips (measured: no gain).
+    if mode != 0 or spread:
+        return None
+    cdef Py_ssize_t k
+    cdef int64_t samples = 0
+    for k in range(node_spans[nodes] if nodes > 0 else 0):
+        samples += sizes[k]
+    # Fisher-Yates reads ~1.39 32-bit words a sample: ~0.7 raws.
+    if samples * 7 // 10 < _helper_min_raws or not _idle_core():
+        return None
+    return [_copy_of(bit) for _ in range(3)]
+
+
 cdef void _jump(void *ctx, int64_t m) noexcept nogil:
     # The reader's jump over raws nobody reads: NumPy's own PCG64.advance on the copy.
     with gil:
@@ -988,7 +1413,7 @@ cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
                                const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
                                int64_t high, int64_t[:] out, const int64_t[:] want,
                                const int64_t[:] want_bounds, const int64_t[:] order,
-                               Py_ssize_t largest, bint exact):
+                               Py_ssize_t largest, bint exact, int mode):
     """``shuffle_nodes`` for a PCG64 generator, reading its raw outputs (arguments checked).
 
     With ``want``, a node with no wanted place is only drawn past (its shifts jumped), and
@@ -1011,6 +1436,10 @@ cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
         # its block (py1e's warning).
         last = _last_needed(spread, sizes, node_spans, want_bounds, low)
     copy = _copy_of(bit)
+    helpers = _helper_copies(bit, spread, sizes, node_spans, num_nodes if exact else last + 1,
+                             mode)
+    cdef bitgen_t *gens[3]
+    cdef void *ctxs[3]
     try:
         j = _draw_space(_largest(sizes))
         if pick:
@@ -1022,6 +1451,12 @@ cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
             r.jump = _jump
             r.jump_ctx = <void *>copy
             ss_raw_bitgen(&r, &rbg)
+            if helpers is not None:
+                for k in range(3):
+                    helpers[k].state = copy.state
+                    gens[k] = _bitgen(helpers[k])
+                    ctxs[k] = <void *>helpers[k]
+                ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
             try:
                 with nogil:
                     for c in range(num_nodes):
@@ -1064,6 +1499,8 @@ cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
                                 out[order[k] if has_order else k] = buf[want[k] - node_start]
                         node_start += n
             finally:
+                with nogil:
+                    ss_pref_free(&r)
                 ss_raw_close(&r)
                 _raw_finish(&r, bit)
     finally:
@@ -1077,12 +1514,15 @@ cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
     return warn == 1
 
 
-cdef inline Py_ssize_t _node_of(int64_t p, const int64_t[::1] table, int shift,
+cdef inline Py_ssize_t _node_of(int64_t p, const int32_t[::1] table, int shift,
                                 const int64_t[:] node_starts, Py_ssize_t num_nodes) noexcept nogil:
-    # The last node starting at or before p: from the table, then forward.
-    cdef Py_ssize_t lo = table[p >> shift]
-    while lo + 1 < num_nodes and node_starts[lo + 1] <= p:
-        lo += 1
+    # The last node starting at or before p: from the table (node * 2, + 1 if another node
+    # starts inside the entry's places), then forward only there.
+    cdef int32_t e = table[p >> shift]
+    cdef Py_ssize_t lo = e >> 1
+    if e & 1:
+        while lo + 1 < num_nodes and node_starts[lo + 1] <= p:
+            lo += 1
     return lo
 
 
@@ -1125,39 +1565,59 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
     cdef int shift = 0
     while total > 0 and (total - 1) >> shift >= (1 << 16):
         shift += 1
-    table_arr = np.empty(((total - 1) >> shift) + 1 if total > 0 else 1, np.int64)
-    cdef int64_t[::1] table = table_arr
+    if num_nodes >= (1 << 30):
+        raise ValueError(f"too many canonical nodes ({num_nodes})")
+    table_arr = np.empty(((total - 1) >> shift) + 1 if total > 0 else 1, np.int32)
+    cdef int32_t[::1] table = table_arr
     lo = 0
     for k in range(table.shape[0]):
         while lo + 1 < num_nodes and node_starts[lo + 1] <= (<int64_t>k << shift):
             lo += 1
-        table[k] = lo
+        table[k] = <int32_t>(2 * lo)
+        if lo + 1 < num_nodes and node_starts[lo + 1] < (<int64_t>(k + 1) << shift):
+            table[k] += 1
     bounds_arr = np.zeros(num_nodes + 1, np.int64)
     cdef int64_t[::1] bounds = bounds_arr
+    # Places come in runs of one node (a lone canonical node's share is one run): a run's count
+    # and cursor stay in a register, not a store and reload of the node's entry per place.
+    cdef Py_ssize_t cur = -1, run = 0
     with nogil:
         for k in range(n):
             p = places[k]
             if p < 0:
                 out[k] = -1
                 continue
-            bounds[_node_of(p, table, shift, node_starts, num_nodes) + 1] += 1
-            valid += 1
+            lo = _node_of(p, table, shift, node_starts, num_nodes)
+            if lo != cur:
+                if cur >= 0:
+                    bounds[cur + 1] += run
+                cur = lo
+                run = 0
+            run += 1
+        if cur >= 0:
+            bounds[cur + 1] += run
         for k in range(num_nodes):
             bounds[k + 1] += bounds[k]
+    valid = bounds[num_nodes]
     want_arr = np.empty(valid, np.int64)
     order_arr = np.empty(valid, np.int64)
     cdef int64_t[::1] want = want_arr
     cdef int64_t[::1] order = order_arr
-    cursor_arr = bounds_arr[:-1].copy()
+    cursor_arr = bounds_arr[:num_nodes].copy()
     cdef int64_t[::1] cursor = cursor_arr
-    cdef int64_t d
+    cdef int64_t d = 0
     with nogil:
+        cur = -1
         for k in range(n):
             p = places[k]
             if p >= 0:
                 lo = _node_of(p, table, shift, node_starts, num_nodes)
-                d = cursor[lo]
-                cursor[lo] = d + 1
+                if lo != cur:
+                    if cur >= 0:
+                        cursor[cur] = d
+                    cur = lo
+                    d = cursor[cur]
                 want[d] = p
                 order[d] = k
+                d += 1
     return want_arr, bounds_arr, order_arr

@@ -116,6 +116,17 @@ def test_py1br_blocks_equal_twin(seed, node_sizes, low, extra, data):
     assert _same_state(ours, twin)
 
 
+def test_py1br_blocks_clipped_at_the_node_start():
+    # A stagger near ``low`` clips block after block at the node's start (each ends past twice
+    # the last's end): every one of them is still shuffled, as in the reference.
+    ids = np.arange(16, dtype=np.int64)
+    ours, twin = np.random.default_rng(0), np.random.default_rng(0)
+    out = ids.copy()
+    _shuffle.shuffle_blocks_py1br(ours, out, np.array([0, 16]), np.array([16]), 17, 18)
+    assert np.array_equal(out, _twin_py1br(twin, ids, [0, 16], [16], 17, 18))
+    assert _same_state(ours, twin)
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 300), seed=st.integers(0, 2**32), use_map=st.booleans())
 def test_compose_ids_equals_where(n, seed, use_map):
@@ -376,7 +387,7 @@ def test_shuffle_spans_long_spans_equal_twin(seed, sizes, pre):
 
 # The PCG64 raw path (NumPy's PCG64 outputs read in bulk, unneeded ones jumped over) and the
 # generic bitgen_t path must give NumPy's draws, values and generator state alike.
-_MODES = {"generic": 1, "raw": 2}
+_MODES = {"generic": 1, "raw": 2, "raw, helper thread": 3}
 
 
 def _nodes_case(node_sizes):
@@ -483,16 +494,74 @@ def test_wanted_places_skip_nodes_exactly(seed, node_sizes, algo, mode, low, pre
             assert _same_state(rng, twin)
 
 
+# Span sizes at and around mask boundaries, and long enough to cross the reader's chunk ends.
+_skip_span = st.one_of(
+    st.integers(0, 300),
+    st.sampled_from([15, 16, 17, 31, 32, 33, 2**12, 2**12 + 1, 2**14 - 1, 2**14, 2**14 + 1]),
+    st.integers(300, 30_000),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    spans=st.lists(st.tuples(_skip_span, st.booleans()), min_size=1, max_size=8),
+    pre=st.integers(0, 3),
+    mode=st.sampled_from([2, 3]),
+)
+def test_skipped_spans_read_the_words_of_drawn_ones(seed, spans, pre, mode):
+    # A node nobody wants reads its Fisher-Yates words in blocks (raw path); the generator must
+    # end exactly where drawing every span (word by word) leaves it. Wanted nodes in between make
+    # skips start mid-chunk and after a pending half word; mode 3 reads the raws that a helper
+    # thread made ahead.
+    sizes = np.array([size for size, _ in spans], np.int64)
+    begins = np.zeros(len(spans), np.int64)
+    bounds = np.arange(len(spans) + 1, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    places = np.array(
+        [
+            p
+            for (size, wanted), s in zip(spans, starts)
+            if wanted and size
+            for p in (s, s + size - 1)
+        ],
+        np.int64,
+    )
+    drawn, skipped = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([drawn, skipped], pre)
+    full = np.empty(int(sizes.sum()), np.int64)
+    _shuffle.shuffle_nodes(drawn, "py1s", begins, sizes, bounds, 0, 1, full, _mode=2)
+    out = np.empty(len(places), np.int64)
+    want, want_bounds, order = _shuffle.group_places(places, starts, out)
+    _shuffle.shuffle_nodes(
+        skipped, "py1s", begins, sizes, bounds, 0, 1, out, want, want_bounds, order, _mode=mode
+    )
+    assert np.array_equal(out, full[places])
+    assert _same_state(skipped, drawn)
+    assert skipped.integers(0, 2**32) == drawn.integers(0, 2**32)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
-    node_lengths=st.lists(st.integers(0, 50), min_size=1, max_size=8),
+    # Long epochs: the node table's entries span many places, some holding a node boundary.
+    node_lengths=st.lists(
+        st.one_of(st.integers(0, 50), st.integers(50_000, 300_000)), min_size=1, max_size=8
+    ),
     data=st.data(),
 )
 def test_group_places_equals_twin(node_lengths, data):
     starts = np.concatenate([[0], np.cumsum(node_lengths)]).astype(np.int64)
     total = int(starts[-1])
+    near = [int(b) + d for b in starts[1:-1] for d in (-1, 0) if 0 <= int(b) + d < total]
     places = np.array(
-        data.draw(st.lists(st.integers(-3, total - 1) if total else st.just(-1), max_size=40)),
+        data.draw(
+            st.lists(
+                st.one_of(st.integers(-3, total - 1), *([st.sampled_from(near)] if near else []))
+                if total
+                else st.just(-1),
+                max_size=40,
+            )
+        ),
         np.int64,
     )
     out = np.zeros(len(places), np.int64)
@@ -520,7 +589,7 @@ def test_raw_path_long_epoch_equals_generic_and_numpy():
     node_sizes = [[40_000, 25_000, 1], [70_000]]
     begins, sizes, bounds = _nodes_case(node_sizes)
     results = []
-    for mode in (1, 2):
+    for mode in (1, 2, 3):
         rng = np.random.default_rng(2**63 + 5)
         _predraw([rng], 1)
         out = np.empty(int(sizes.sum()), np.int64)
