@@ -265,6 +265,12 @@ cdef extern from *:
     #endif
     #define SP_SLOTS 4
     #define SP_RAWS 32768            /* the slots fill a 1 MB L2 (measured best of 8K-64K) */
+    #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
+    #ifdef MAP_POPULATE
+    #define SS_POPULATE MAP_POPULATE
+    #else
+    #define SS_POPULATE 0
+    #endif
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
     #define SP_SLOW_NS 200000        /* a sub-block (~50 us) taking this long: the helper shares a
@@ -502,8 +508,12 @@ cdef extern from *:
     static int ss_pref_start(ss_raw *r, bitgen_t **gen, void **ctx) {
         ss_pref *p = (ss_pref *)calloc(1, sizeof(ss_pref));
         if (p == NULL) return -1;
-        p->bufs = (uint64_t *)malloc((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t));
-        if (p->bufs == NULL) { free(p); return -1; }
+        /* Mapped with its pages in place: the helper's first fills would otherwise fault them
+           in and look like a descheduled helper (SP_SLOW_NS). */
+        void *bufs = mmap(NULL, SP_BYTES, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | SS_POPULATE, -1, 0);
+        if (bufs == MAP_FAILED) { free(p); return -1; }
+        p->bufs = (uint64_t *)bufs;
         pthread_mutex_init(&p->mu, NULL);
         pthread_cond_init(&p->cv, NULL);
         for (int k = 0; k < SP_SLOTS; k++) { p->start[k] = -1; p->state[k] = SP_FREE; }
@@ -519,7 +529,7 @@ cdef extern from *:
         if (pthread_create(&p->th, NULL, ss_pref_main, p) != 0) {
             r->pref = NULL;
             pthread_mutex_destroy(&p->mu); pthread_cond_destroy(&p->cv);
-            free(p->bufs); free(p);
+            munmap(p->bufs, SP_BYTES); free(p);
             return -1;
         }
         p->started = 1;
@@ -544,7 +554,7 @@ cdef extern from *:
         ss_pref_stop(r);
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->cv);
-        free(p->bufs);
+        munmap(p->bufs, SP_BYTES);
         free(p);
         r->pref = NULL;
     }
@@ -1372,16 +1382,10 @@ _helper_min_raws = 500_000
 
 
 cdef bint _idle_core():
-    """Whether another core looks idle now: allowed to us, and fewer tasks running than cores."""
-    cores = len(os.sched_getaffinity(0))
-    if cores < 2:
-        return False
-    try:
-        with open("/proc/loadavg", "rb") as f:
-            running = int(f.read().split()[3].split(b"/")[0])  # this one included
-    except (OSError, ValueError, IndexError):
-        return True
-    return running < min(cores, os.cpu_count() or cores)
+    """Whether another core may be free: more than one allowed to us. (How busy they are is
+    left to the helper, which stops itself when it is not running; the load average's count
+    of running tasks was not a usable sign: right after NumPy's import its BLAS threads count.)"""
+    return len(os.sched_getaffinity(0)) >= 2
 
 
 cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
