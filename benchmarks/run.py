@@ -106,6 +106,7 @@ SIZES = {  # quick, full
 }
 # litdata.optimize writes ~5k small rows/s here; larger litdata copies are not made.
 LITDATA_MAX_ROWS = 2_000_000
+WORK_PASSES = 8  # per-row CPU work of the "+ work" iterate cases (~10 us per 8 KB pass)
 PLAN_SIZES = ((1_000_000, 10_000_000), (1_000_000, 10_000_000))  # 1e8 only via --plan-sizes
 
 
@@ -269,6 +270,11 @@ def plan_cases(args: argparse.Namespace, data: Data) -> list[tuple[str, str, dic
                 for shuffle in (False, True):
                     label = f"{kind} ({n}), {mode}, {'shuffled' if shuffle else 'in order'}"
                     cases.append(("iterate", label, {**params, "mode": mode, "shuffle": shuffle}))
+            if kind == "tokens":  # rows that cost CPU (a transform): where workers can help
+                for mode in ("dl0", "dl2"):
+                    label = f"{kind} ({n}), {mode}, in order, + {WORK_PASSES} SHA-256 passes/row"
+                    cases.append(("iterate", label, {**params, "mode": mode, "shuffle": False,
+                                                     "work": WORK_PASSES}))
     if "ttfs" in sel:
         n = SIZES["ttfs"][q]
         cases.append(

@@ -6,11 +6,14 @@ iterated directly (``mode=direct``) or through ``StreamingDataLoader`` with ``nu
 of the same rows. ``raw``: the NumPy ceiling over the same shard bytes (direct mode only; shuffled
 means a random permutation of indices). TTFS is measured from dataset construction (library
 already imported) to the first sample or batch. Params: ``kind``, ``data``, ``litdata``, ``mode``,
-``shuffle``, optional ``ttfs_only`` (stop after the first sample), ``batch_size``.
+``shuffle``, optional ``ttfs_only`` (stop after the first sample), ``batch_size``, ``work``
+(per-sample CPU work in ``__getitem__``, the same for every library: that many SHA-256 passes
+over the sample's tokens, as a transform would cost; this is where DataLoader workers can help).
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from typing import Any
@@ -24,6 +27,20 @@ def _count(item: Any, batched: bool) -> int:
         return 1
     value = item["tokens"] if "tokens" in item else item["id"]
     return len(value)
+
+
+def _with_work(cls: type, passes: int) -> type:
+    """``cls`` whose ``__getitem__`` also hashes the sample's tokens ``passes`` times."""
+
+    class Working(cls):  # type: ignore[misc, valid-type]
+        def __getitem__(self, index: Any) -> Any:
+            sample = super().__getitem__(index)
+            data = np.ascontiguousarray(sample["tokens"]).tobytes()
+            for _ in range(passes):
+                data = hashlib.sha256(data).digest() + data[32:]
+            return sample
+
+    return Working
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +62,8 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         elif impl == "litdata":
             from litdata import StreamingDataLoader, StreamingDataset
 
+            if params.get("work"):
+                StreamingDataset = _with_work(StreamingDataset, int(params["work"]))  # noqa: N806
             t0 = time.perf_counter()
             ds = StreamingDataset(view, shuffle=shuffle)
             it = iter(
@@ -55,6 +74,8 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         else:
             from streaming import StreamingDataLoader, StreamingDataset
 
+            if params.get("work"):
+                StreamingDataset = _with_work(StreamingDataset, int(params["work"]))  # noqa: N806
             clean_shm(impl)
             t0 = time.perf_counter()
             ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
