@@ -191,8 +191,12 @@ class ChunkedBatches(IterableDataset):
         Args:
             num_workers (int): How many workers.
         """
-        self.rings = [Ring(RING_BYTES) for _ in range(num_workers)] if rings_supported() \
-            else None
+        self.rings = None
+        if rings_supported():
+            try:
+                self.rings = [Ring(RING_BYTES) for _ in range(num_workers)]
+            except OSError:  # e.g. memfd_create refused (seccomp): chunks carry their bytes
+                self.rings = None
 
     def _batches(self) -> Iterator[Any]:
         samples = iter(self.dataset)

@@ -256,3 +256,13 @@ def test_nothing_left_in_dev_shm(token_dataset) -> None:
     assert sum(len(batch["id"]) for batch in loader) == 203
     del loader
     assert set(os.listdir("/dev/shm")) - before == set()
+
+
+def test_no_rings_when_memfd_is_refused(token_dataset, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise PermissionError("memfd_create: operation not permitted")
+
+    monkeypatch.setattr(os, "memfd_create", refuse)
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
+    _same_epochs(fast, slow, epochs=1)
+    assert fast._chunk_loader.dataset.rings is None
