@@ -4,7 +4,8 @@ Torch's multi-process loader sends every batch as its own message, and shares ev
 it through a new shared-memory file whose descriptor the main process fetches over a socket:
 ~0.5 ms of the main process's CPU per batch, whatever its size — more than decoding a batch of
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
-chunks of up to :data:`MOST_BATCHES` batches, with arrays pickled in the message; the main
+chunks of up to :data:`MOST_BATCHES` batches; tensor bytes go through the worker's ring of
+shared memory (:mod:`streaming.batch_ring`), or in the message when it is full; the main
 process takes the workers' batches in turn, one each, as torch's loader yields them (round
 robin, a worker dropping out when its samples end), so the batches and their order are
 torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
