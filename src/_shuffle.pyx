@@ -14,7 +14,7 @@ Two ways to draw, with the same results and the Generator left in the same state
   buffer. Raws that are not needed (the shifts of a node whose places are not wanted) are
   jumped over with ``PCG64.advance``; at the end the Generator itself is advanced by the raws
   read and its buffered half restored (``state``). No PCG64 stepping is written here. With
-  much to read and an idle second core, a helper thread makes raws ahead from more copies.
+  much to read and a second core allowed, a helper thread makes raws ahead from more copies.
 
 Both hold the bit generator's lock while drawing, as NumPy's own methods do. Draw order matches
 the NumPy calls of the reference algorithms (``Generator.shuffle`` = ``random_interval``
@@ -146,7 +146,7 @@ cdef extern from *:
        the buffered high half (has_uint32 / uinteger), next_double = (raw >> 11) * 2**-53. Raws
        nobody reads are jumped over with NumPy's PCG64.advance (r->jump). The caller then
        advances its own bit generator by exactly the raws read (PCG64.advance) and restores the
-       buffered half. With much to read and an idle core, a helper thread makes the raws ahead
+       buffered half. With much to read and a second core, a helper thread makes the raws ahead
        (ss_pref, below). */
     #include <pthread.h>
     #include <sched.h>
@@ -258,8 +258,8 @@ cdef extern from *:
        copy to another index (PCG64.advance needs the GIL): the helper fills only from a copy
        already at its next index (its own, or the one the reader just filled up to there), so
        it never waits for the GIL. Every filled sub-block holds exactly the raws at its
-       indices, whoever filled it and whatever the jumps. Started only with an idle core
-       (_idle_core); it stops when it finds itself descheduled or on the reader's core. */
+       indices, whoever filled it and whatever the jumps. Started when a second core is allowed
+       (_second_core); it stops when it finds itself descheduled or on the reader's core. */
     #ifdef SS_PREF_TEST_STALL
     #include <unistd.h>            /* tests (a build flag): a helper that stalls mid-fill */
     #endif
@@ -1381,7 +1381,7 @@ cdef Py_ssize_t _last_needed(bint spread, const int64_t[:] sizes, const int64_t[
 _helper_min_raws = 500_000
 
 
-cdef bint _idle_core():
+cdef bint _second_core():
     """Whether another core may be free: more than one allowed to us. (How busy they are is
     left to the helper, which stops itself when it is not running; the load average's count
     of running tasks was not a usable sign: right after NumPy's import its BLAS threads count.)"""
@@ -1402,7 +1402,7 @@ cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
     for k in range(node_spans[nodes] if nodes > 0 else 0):
         samples += sizes[k]
     # Fisher-Yates reads ~1.39 32-bit words a sample: ~0.7 raws.
-    if samples * 7 // 10 < _helper_min_raws or not _idle_core():
+    if samples * 7 // 10 < _helper_min_raws or not _second_core():
         return None
     return [_copy_of(bit) for _ in range(3)]
 
