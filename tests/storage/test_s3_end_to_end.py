@@ -69,3 +69,28 @@ def test_stream_back_through_faults(s3_bucket: str, tmp_path: pathlib.Path,
                                batch_size=10, download_retry=5)
     _check(dataset, samples)
     assert proxy.injected
+
+
+def test_stream_from_s3_through_loader_workers(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+    # Workers download the shards (a fresh cache) and send their batches through their rings.
+    import torch
+
+    from streaming import StreamingDataLoader
+
+    samples = _samples(300)
+    remote = f"{s3_bucket}/loader"
+    _write(remote, samples, compression="zstd")
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), shuffle=True,
+                               batch_size=16)
+    loader = StreamingDataLoader(dataset, batch_size=16, num_workers=2)
+    assert loader._batches_in_chunks()
+    seen = {}
+    for batch in loader:
+        for k, i in enumerate(batch["id"].tolist()):
+            seen[i] = (batch["text"][k], batch["vec"][k])
+    assert sorted(seen) == list(range(300))
+    for want in samples:
+        text, vec = seen[want["id"]]
+        assert text == want["text"]
+        assert torch.equal(vec, torch.from_numpy(want["vec"]))
+    assert loader.num_samples_yielded == 300
