@@ -1218,7 +1218,7 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         raise ValueError("begins and sizes differ in length")
     cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1
     cdef Py_ssize_t total = _sum_spans(sizes)
-    cdef Py_ssize_t c, c2, k, a, z, n, largest = 0, place, node_start = 0
+    cdef Py_ssize_t c, k, n, largest = 0
     if num_nodes < 0 or node_spans[0] != 0 or node_spans[num_nodes] != sizes.shape[0]:
         raise ValueError("node_spans must run from 0 to the number of spans")
     for c in range(num_nodes):
@@ -1251,21 +1251,19 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
                 raise ValueError("want_bounds must ascend")
     elif out.shape[0] != total:
         raise ValueError(f"spans hold {total} samples but the output holds {out.shape[0]}")
+    bit = _bit_generator(rng)
+    cdef bint raw = _raw_mode(bit, _mode, _largest(sizes))
+    cdef bitgen_t *bg = _bitgen(bit)
+    cdef Py_ssize_t last = num_nodes - 1
+    if pick:
+        # The last node to draw: the last with a wanted place, or with a span that may outgrow
+        # its block (py1e's warning).
+        last = _last_needed(spread, sizes, node_spans, want_bounds, low)
     cdef int64_t *buf = NULL
     cdef uint32_t *j = NULL
     cdef ss_py1e_space sp
     memset(&sp, 0, sizeof(sp))
-    bit = _bit_generator(rng)
-    cdef bitgen_t *bg = _bitgen(bit)
-    if _raw_mode(bit, _mode, _largest(sizes)):
-        return _shuffle_nodes_raw(bit, spread, begins, sizes, node_spans, low, high,
-                                  out, want, want_bounds, order, largest, exact, _mode)
-    cdef bint has_order = order is not None
-    cdef Py_ssize_t last = num_nodes - 1
-    if pick:
-        last = _last_needed(spread, sizes, node_spans, want_bounds, low)
-    cdef int warn = 0, got
-    cdef int64_t *dst
+    cdef int warn = 0
     cdef Py_ssize_t bad = -1
     try:
         j = _draw_space(_largest(sizes))
@@ -1274,38 +1272,15 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
             if buf == NULL:
                 raise MemoryError()
         with bit.lock:
-            with nogil:
-                for c in range(num_nodes):
-                    if pick and not exact and c > last:
-                        break
-                    a = node_spans[c]
-                    z = node_spans[c + 1]
-                    n = 0
-                    for k in range(a, z):
-                        n += sizes[k]
-                    dst = buf if pick else &out[node_start]
-                    place = 0
-                    for k in range(a, z):
-                        for c2 in range(sizes[k]):
-                            dst[place + c2] = begins[k] + c2
-                        ss_fisher_yates_i64(bg, &dst[place], j, sizes[k])
-                        place += sizes[k]
-                    if spread and n:
-                        got = ss_py1e_node(NULL, bg, dst, &sizes[a], z - a, n, low, high, &sp)
-                        if got < 0:
-                            bad = -2
-                            break
-                        warn |= got
-                    if pick:
-                        for k in range(want_bounds[c], want_bounds[c + 1]):
-                            place = want[k] - node_start
-                            if place < 0 or place >= n:
-                                bad = k
-                                break
-                            out[order[k] if has_order else k] = buf[place]
-                        if bad >= 0:
-                            break
-                    node_start += n
+            if raw:
+                bad = _draw_nodes_raw(bit, spread, begins, sizes, node_spans, low, high, out,
+                                      want, want_bounds, order, last, exact, _mode, buf, j, &sp,
+                                      &warn)
+            else:
+                with nogil:
+                    bad = _draw_nodes(NULL, bg, spread, begins, sizes, node_spans, low, high,
+                                      out, want, want_bounds, order, last, exact, buf, j, &sp,
+                                      &warn)
     finally:
         free(buf)
         free(j)
@@ -1413,109 +1388,103 @@ cdef void _jump(void *ctx, int64_t m) noexcept nogil:
         (<object>ctx).advance(m)
 
 
-cdef object _shuffle_nodes_raw(object bit, bint spread, const int64_t[:] begins,
-                               const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
-                               int64_t high, int64_t[:] out, const int64_t[:] want,
-                               const int64_t[:] want_bounds, const int64_t[:] order,
-                               Py_ssize_t largest, bint exact, int mode):
-    """``shuffle_nodes`` for a PCG64 generator, reading its raw outputs (arguments checked).
+cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[:] begins,
+                            const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
+                            int64_t high, int64_t[:] out, const int64_t[:] want,
+                            const int64_t[:] want_bounds, const int64_t[:] order,
+                            Py_ssize_t last, bint exact, int64_t *buf, uint32_t *j,
+                            ss_py1e_space *sp, int *warn) noexcept nogil:
+    """``shuffle_nodes``' draws, node by node (arguments checked): from the reader ``r`` (PCG64
+    raws; ``bg`` is then a bitgen_t over it), or from ``bg`` itself when ``r`` is NULL.
 
-    With ``want``, a node with no wanted place is only drawn past (its shifts jumped), and
-    without ``exact`` the nodes after the last wanted one are not drawn at all.
+    With a reader, a node with no wanted place is only drawn past (its shifts jumped). Without
+    ``exact``, nodes after ``last`` are not drawn. Returns -1, -2 (out of memory) or the entry
+    of ``want`` outside its node.
     """
-    cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1
-    cdef bint pick = want is not None
-    cdef int64_t *buf = NULL
-    cdef uint32_t *j = NULL
-    cdef ss_py1e_space sp
-    memset(&sp, 0, sizeof(sp))
+    cdef bint pick = buf != NULL
+    cdef bint has_order = order is not None
+    cdef Py_ssize_t c, c2, k, a, z, n, place, node_start = 0
+    cdef int64_t *dst
+    cdef int got
+    for c in range(node_spans.shape[0] - 1):
+        if c > last and not exact:
+            break
+        a = node_spans[c]
+        z = node_spans[c + 1]
+        n = 0
+        for k in range(a, z):
+            n += sizes[k]
+        if pick:
+            for k in range(want_bounds[c], want_bounds[c + 1]):
+                if want[k] < node_start or want[k] >= node_start + n:
+                    return k
+            if r != NULL and want_bounds[c + 1] == want_bounds[c]:
+                for k in range(a, z):
+                    ss_fisher_yates_skip(r, sizes[k])
+                if spread and n:
+                    warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
+                node_start += n
+                continue
+        dst = buf if pick else &out[node_start]
+        place = 0
+        for k in range(a, z):
+            for c2 in range(sizes[k]):
+                dst[place + c2] = begins[k] + c2
+            if r != NULL:
+                ss_fisher_yates_raw(r, &dst[place], j, sizes[k])
+            else:
+                ss_fisher_yates_i64(bg, &dst[place], j, sizes[k])
+            place += sizes[k]
+        if spread and n:
+            got = ss_py1e_node(r, bg, dst, &sizes[a], z - a, n, low, high, sp)
+            if got < 0:
+                return -2
+            warn[0] |= got
+        if pick:
+            for k in range(want_bounds[c], want_bounds[c + 1]):
+                out[order[k] if has_order else k] = buf[want[k] - node_start]
+        node_start += n
+    return -1
+
+
+cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins,
+                                const int64_t[:] sizes, const int64_t[:] node_spans,
+                                int64_t low, int64_t high, int64_t[:] out,
+                                const int64_t[:] want, const int64_t[:] want_bounds,
+                                const int64_t[:] order, Py_ssize_t last, bint exact, int mode,
+                                int64_t *buf, uint32_t *j, ss_py1e_space *sp,
+                                int *warn) except -3:
+    """:func:`_draw_nodes` from a PCG64 generator's raw outputs (its lock held): a reader over
+    a copy of ``bit`` (and a helper thread making raws ahead when worth it); ``bit`` is then
+    advanced to where NumPy's own calls would leave it."""
     cdef ss_raw r
     cdef bitgen_t rbg
-    cdef int warn = 0, got
-    cdef int64_t *dst
-    cdef Py_ssize_t bad = -1, c, c2, k, a, z, n, place, node_start = 0, last = num_nodes - 1
-    cdef bint has_order = order is not None
-    if pick:
-        # The last node to draw: the last with a wanted place, or with a span that may outgrow
-        # its block (py1e's warning).
-        last = _last_needed(spread, sizes, node_spans, want_bounds, low)
+    cdef Py_ssize_t k, bad
     copy = _copy_of(bit)
-    helpers = _helper_copies(bit, spread, sizes, node_spans, num_nodes if exact else last + 1,
-                             mode)
+    helpers = _helper_copies(bit, spread, sizes, node_spans,
+                             node_spans.shape[0] - 1 if exact else last + 1, mode)
     cdef bitgen_t *gens[3]
     cdef void *ctxs[3]
+    _raw_open(&r, bit, copy)
     try:
-        j = _draw_space(_largest(sizes))
-        if pick:
-            buf = <int64_t *>ss_alloc((largest + 1) * sizeof(int64_t))
-            if buf == NULL:
-                raise MemoryError()
-        with bit.lock:
-            _raw_open(&r, bit, copy)
-            r.jump = _jump
-            r.jump_ctx = <void *>copy
-            ss_raw_bitgen(&r, &rbg)
-            if helpers is not None:
-                for k in range(3):
-                    helpers[k].state = copy.state
-                    gens[k] = _bitgen(helpers[k])
-                    ctxs[k] = <void *>helpers[k]
-                ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
-            try:
-                with nogil:
-                    for c in range(num_nodes):
-                        if c > last and not exact:
-                            break
-                        a = node_spans[c]
-                        z = node_spans[c + 1]
-                        n = 0
-                        for k in range(a, z):
-                            n += sizes[k]
-                        if pick:
-                            for k in range(want_bounds[c], want_bounds[c + 1]):
-                                if want[k] < node_start or want[k] >= node_start + n:
-                                    bad = k
-                                    break
-                            if bad >= 0:
-                                break
-                            if want_bounds[c + 1] == want_bounds[c]:
-                                for k in range(a, z):
-                                    ss_fisher_yates_skip(&r, sizes[k])
-                                if spread and n:
-                                    warn |= ss_py1e_skip(&r, &rbg, &sizes[a], z - a, low, high)
-                                node_start += n
-                                continue
-                        dst = buf if pick else &out[node_start]
-                        place = 0
-                        for k in range(a, z):
-                            for c2 in range(sizes[k]):
-                                dst[place + c2] = begins[k] + c2
-                            ss_fisher_yates_raw(&r, &dst[place], j, sizes[k])
-                            place += sizes[k]
-                        if spread and n:
-                            got = ss_py1e_node(&r, &rbg, dst, &sizes[a], z - a, n, low, high, &sp)
-                            if got < 0:
-                                bad = -2
-                                break
-                            warn |= got
-                        if pick:
-                            for k in range(want_bounds[c], want_bounds[c + 1]):
-                                out[order[k] if has_order else k] = buf[want[k] - node_start]
-                        node_start += n
-            finally:
-                with nogil:
-                    ss_pref_free(&r)
-                ss_raw_close(&r)
-                _raw_finish(&r, bit)
+        r.jump = _jump
+        r.jump_ctx = <void *>copy
+        ss_raw_bitgen(&r, &rbg)
+        if helpers is not None:
+            for k in range(3):
+                helpers[k].state = copy.state
+                gens[k] = _bitgen(helpers[k])
+                ctxs[k] = <void *>helpers[k]
+            ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
+        with nogil:
+            bad = _draw_nodes(&r, &rbg, spread, begins, sizes, node_spans, low, high, out, want,
+                              want_bounds, order, last, exact, buf, j, sp, warn)
     finally:
-        free(buf)
-        free(j)
-        ss_py1e_free(&sp)
-    if bad == -2:
-        raise MemoryError()
-    if bad >= 0:
-        raise ValueError(f"wanted place {want[bad]} (entry {bad}) is outside its node")
-    return warn == 1
+        with nogil:
+            ss_pref_free(&r)
+        ss_raw_close(&r)
+        _raw_finish(&r, bit)
+    return bad
 
 
 cdef inline Py_ssize_t _node_of(int64_t p, const int32_t[::1] table, int shift,
