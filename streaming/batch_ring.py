@@ -18,20 +18,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Ring", "ring_of", "rings_supported"]
+__all__ = ["Ring", "ring_of"]
 
 # Rings made by this process, by token: where unpickled chunks find their bytes.
 _MINE: weakref.WeakValueDictionary[str, Ring] = weakref.WeakValueDictionary()
 _HEADER = 64  # int64 [0]: bytes read (absolute, the main process's); [1]: bytes written
-
-
-def rings_supported() -> bool:
-    """Whether this platform can make rings (Linux's ``memfd_create``).
-
-    Returns:
-        bool: Whether :class:`Ring` can be made.
-    """
-    return hasattr(os, "memfd_create")
 
 
 class Ring:
@@ -42,9 +33,14 @@ class Ring:
 
     Args:
         size (int): Bytes the ring holds.
+
+    Raises:
+        OSError: If the platform has no ``memfd_create`` (Linux's) or refuses it.
     """
 
     def __init__(self, size: int) -> None:
+        if not hasattr(os, "memfd_create"):
+            raise OSError("shared-memory rings need memfd_create (Linux)")
         self.size = size
         self.token = secrets.token_hex(8)
         self.fd = os.memfd_create("shardstream-batches", os.MFD_CLOEXEC)

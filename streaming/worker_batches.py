@@ -25,7 +25,7 @@ from torch.utils.data._utils import collate as torch_collate
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
-from streaming.batch_ring import Ring, ring_of, rings_supported
+from streaming.batch_ring import Ring, ring_of
 from streaming.collate import collate_batch, stock_registry
 
 __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
@@ -99,50 +99,54 @@ class _Slot:
         self.stop = stop
 
 
-def _pack(data: Any, arrays: list[Any], offset: list[int]) -> Any:
-    """``data`` with each plain CPU tensor in its dicts, lists and tuples moved to ``arrays``
-    (as a NumPy array) and replaced by its :class:`_Slot` (``offset``: bytes moved so far).
+def _walk(data: Any, leaf: Any) -> Any:
+    """``data`` with ``leaf`` applied to everything in its dicts, lists and tuples (the
+    containers ``default_collate`` makes), those rebuilt around the results."""
+    kind = type(data)
+    if kind is dict:
+        return {key: _walk(value, leaf) for key, value in data.items()}
+    if kind is list:
+        return [_walk(value, leaf) for value in data]
+    if kind is tuple:
+        return tuple(_walk(value, leaf) for value in data)
+    return leaf(data)
+
+
+def _pack(batch: Any, arrays: list[Any], offset: list[int]) -> Any:
+    """``batch`` with each plain CPU tensor moved to ``arrays`` (as a NumPy array of bytes) and
+    replaced by its :class:`_Slot` (``offset``: bytes moved so far, updated).
 
     Anything else (tensor subclasses, dtypes NumPy lacks, other containers) is left as it is and
     pickled as torch would.
     """
-    kind = type(data)
-    if kind is torch.Tensor:
-        if data.device.type == "cpu" and data.layout is torch.strided and \
-                not data.requires_grad and data.is_contiguous():
-            try:
-                array = data.numpy()
-            except (TypeError, RuntimeError):  # a dtype NumPy lacks
-                return data
-            start = offset[0]
-            offset[0] += array.nbytes
-            arrays.append(array.reshape(-1).view(np.uint8))
-            return _Slot(data.dtype, tuple(data.shape), start, offset[0])
-        return data
-    if kind is dict:
-        return {key: _pack(value, arrays, offset) for key, value in data.items()}
-    if kind is list:
-        return [_pack(value, arrays, offset) for value in data]
-    if kind is tuple:
-        return tuple(_pack(value, arrays, offset) for value in data)
-    return data
+    def move(data: Any) -> Any:
+        if type(data) is not torch.Tensor or data.device.type != "cpu" or \
+                data.layout is not torch.strided or data.requires_grad or \
+                not data.is_contiguous():
+            return data
+        try:
+            array = data.numpy()
+        except (TypeError, RuntimeError):  # a dtype NumPy lacks
+            return data
+        start = offset[0]
+        offset[0] += array.nbytes
+        arrays.append(array.reshape(-1).view(np.uint8))
+        return _Slot(data.dtype, tuple(data.shape), start, offset[0])
+
+    return _walk(batch, move)
 
 
-def _unpack(data: Any, payload: Any) -> Any:
+def _unpack(batch: Any, payload: np.ndarray) -> Any:
     """Undo :func:`_pack`: each :class:`_Slot` becomes a new tensor of its bytes."""
-    kind = type(data)
-    if kind is _Slot:
+    def build(data: Any) -> Any:
+        if type(data) is not _Slot:
+            return data
         out = torch.empty(data.shape, dtype=data.dtype)
         if data.stop > data.start:
             out.numpy().reshape(-1).view(np.uint8)[:] = payload[data.start:data.stop]
         return out
-    if kind is dict:
-        return {key: _unpack(value, payload) for key, value in data.items()}
-    if kind is list:
-        return [_unpack(value, payload) for value in data]
-    if kind is tuple:
-        return tuple(_unpack(value, payload) for value in data)
-    return data
+
+    return _walk(batch, build)
 
 
 def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
@@ -150,13 +154,14 @@ def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes |
     """Unpickle a :class:`Chunk`: its tensors' bytes are ``payload``, or in a ring ``where``
     (token, position, length), marked read once copied out."""
     if payload is not None:
-        return Chunk(worker, [_unpack(batch, np.frombuffer(payload, np.uint8))
-                              for batch in skeleton], last)
-    token, start, nbytes = where
-    ring = ring_of(token)
-    raw = ring.view(start, nbytes)
+        raw, ring = np.frombuffer(payload, np.uint8), None
+    else:
+        token, start, nbytes = where
+        ring = ring_of(token)
+        raw = ring.view(start, nbytes)
     batches = [_unpack(batch, raw) for batch in skeleton]
-    ring.done(start + nbytes)
+    if ring is not None:
+        ring.done(start + nbytes)
     return Chunk(worker, batches, last)
 
 
@@ -192,12 +197,10 @@ class ChunkedBatches(IterableDataset):
         Args:
             num_workers (int): How many workers.
         """
-        self.rings = None
-        if rings_supported():
-            try:
-                self.rings = [Ring(RING_BYTES) for _ in range(num_workers)]
-            except OSError:  # e.g. memfd_create refused (seccomp): chunks carry their bytes
-                self.rings = None
+        try:
+            self.rings = [Ring(RING_BYTES) for _ in range(num_workers)]
+        except OSError:  # no memfd_create here, or refused (seccomp): chunks carry their bytes
+            self.rings = None
 
     def _batches(self) -> Iterator[Any]:
         samples = iter(self.dataset)
