@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import islice
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data._utils import collate as torch_collate
 
-__all__ = ["collate_batch", "stock_registry"]
+__all__ = ["collate_batch", "collated_batches", "stock_registry"]
 
 
 def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
@@ -41,6 +42,30 @@ def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
         out[key] = stacked if stacked is not None else \
             torch_collate.collate(values, collate_fn_map=registry)
     return out
+
+
+def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool) -> Iterator[Any]:
+    """Batch samples as torch's loader batches an iterable dataset, collating each batch as
+    ``default_collate`` does (:func:`collate_batch`).
+
+    Args:
+        samples (Iterable[Any]): The samples.
+        batch_size (int): Samples per batch.
+        drop_last (bool): Whether to drop the last batch if it is short.
+
+    Returns:
+        Iterator[Any]: The batches: ``batch_size`` samples each, the last one short unless
+            ``drop_last``.
+    """
+    samples = iter(samples)
+    stock = stock_registry(torch_collate.default_collate_fn_map)
+    while True:
+        batch = list(islice(samples, batch_size))
+        if not batch or (drop_last and len(batch) < batch_size):
+            return
+        yield collate_batch(batch, stock)
+        if len(batch) < batch_size:
+            return
 
 
 def stock_registry(registry: dict[Any, Any]) -> bool:

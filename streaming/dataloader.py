@@ -6,14 +6,13 @@ import contextlib
 import fcntl
 import warnings
 from collections.abc import Mapping
-from itertools import islice
 from typing import Any, Iterator
 
 from torch import Tensor
 from torch.utils.data import DataLoader
 from torch.utils.data._utils import collate as torch_collate
 
-from streaming.collate import collate_batch, stock_registry
+from streaming.collate import collated_batches
 from streaming.dataset import StreamingDataset
 from streaming.worker_batches import PIPE_BYTES, ChunkedBatches, WorkerSetup, interleave
 from streaming.world import World
@@ -67,13 +66,16 @@ class StreamingDataLoader(DataLoader):
             Iterator[Any]: Each batch.
         """
         self.num_samples_yielded = 0
+        ours = True
         if self._batches_in_process():
             batches = self._iter_in_process()
         elif self._batches_in_chunks():
             batches = self._iter_chunks()
         else:
-            batches = super().__iter__()
-        for batch in batches:
+            batches, ours = super().__iter__(), False  # (torch's iterator warns itself)
+        for yielded, batch in enumerate(batches, 1):
+            if ours:
+                self._warn_past_length(yielded)
             self.num_samples_yielded += self._get_batch_size(batch)
             yield batch
 
@@ -108,7 +110,7 @@ class StreamingDataLoader(DataLoader):
                             "properly configuring the IterableDataset replica at each worker. "
                             "Please see https://pytorch.org/docs/stable/data.html#torch.utils."
                             "data.IterableDataset for examples.")
-            warnings.warn(message, stacklevel=3)
+            warnings.warn(message, stacklevel=2)
 
     def _iter_chunks(self) -> Iterator[Any]:
         """Batch in torch's worker processes, each sending its batches a chunk at a time, and
@@ -130,30 +132,16 @@ class StreamingDataLoader(DataLoader):
             self._chunk_loader.dataset.new_rings(self.num_workers)
         chunks = iter(self._chunk_loader)
         _widen_pipe(chunks)
-        for yielded, batch in enumerate(interleave(chunks, self.num_workers), 1):
-            self._warn_past_length(yielded)
-            yield batch
+        yield from interleave(chunks, self.num_workers)
 
     def _iter_in_process(self) -> Iterator[Any]:
         """Batch the dataset's samples as torch's single-process loader does (same batches, same
-        end of epoch, same ``drop_last``), collating each with :func:`streaming.collate.collate_batch`."""
+        end of epoch, same ``drop_last``), collating each with :func:`streaming.collate.collated_batches`."""
         # Torch builds its iterator as usual (its checks, warnings and base-seed draw from the
         # loader's generator happen just the same) but never starts it; its unstarted
         # iteration of the dataset is a generator that does nothing.
         super().__iter__()
-        samples = iter(self.dataset)
-        size = self.batch_size
-        stock = stock_registry(torch_collate.default_collate_fn_map)
-        yielded = 0
-        while True:
-            batch = list(islice(samples, size))
-            if not batch or (self.drop_last and len(batch) < size):
-                return
-            yielded += 1
-            self._warn_past_length(yielded)
-            yield collate_batch(batch, stock)
-            if len(batch) < size:
-                return
+        yield from collated_batches(self.dataset, self.batch_size, self.drop_last)
 
     def state_dict(self) -> dict[str, Any] | None:
         """Get a dict containing training state (called from non-worker process).

@@ -15,18 +15,16 @@ persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`
 from __future__ import annotations
 
 from collections import deque
-from itertools import islice
 from typing import Any, Iterator
 
 import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
-from torch.utils.data._utils import collate as torch_collate
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
 from streaming.batch_ring import Ring, ring_of
-from streaming.collate import collate_batch, stock_registry
+from streaming.collate import collated_batches
 
 __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 
@@ -202,17 +200,6 @@ class ChunkedBatches(IterableDataset):
         except OSError:  # no memfd_create here, or refused (seccomp): chunks carry their bytes
             self.rings = None
 
-    def _batches(self) -> Iterator[Any]:
-        samples = iter(self.dataset)
-        stock = stock_registry(torch_collate.default_collate_fn_map)
-        while True:
-            batch = list(islice(samples, self.batch_size))
-            if not batch or (self.drop_last and len(batch) < self.batch_size):
-                return
-            yield collate_batch(batch, stock)
-            if len(batch) < self.batch_size:
-                return
-
     def __iter__(self) -> Iterator[Chunk]:
         """Iterate this worker's batches, a chunk at a time.
 
@@ -225,7 +212,7 @@ class ChunkedBatches(IterableDataset):
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
             ring.start_writing()
-        batches = self._batches()
+        batches = collated_batches(self.dataset, self.batch_size, self.drop_last)
         ahead = next(batches, None)
         size = 1
         while True:
