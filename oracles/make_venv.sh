@@ -34,4 +34,4 @@ cat > "$SITE/torchvision/transforms/functional.py" <<'PY'
 def to_tensor(*args, **kwargs):
     raise RuntimeError('torchvision stand-in: to_tensor is not available')
 PY
-"$REF_VENV/bin/python" -c 'import streaming; print("reference", streaming.__version__, "ready in", __import__("sys").prefix)'
+(cd / && "$REF_VENV/bin/python" -c 'import streaming; print("reference", streaming.__version__, "ready in", __import__("sys").prefix)')
