@@ -1,10 +1,12 @@
-"""A ring of anonymous shared memory that carries one DataLoader worker's batch bytes.
+"""Anonymous shared memory that carries one DataLoader worker's batch bytes to the main process.
 
-The worker copies each chunk's tensor bytes into the ring and sends only where they are; the
-main process copies them out into new tensors and marks them read. Nothing is named, so nothing
+The worker copies each chunk's tensor bytes into free slots of its ring and sends only where
+they are; the main process hands out tensors that view those bytes (no copy), and the slots are
+free again once no tensor uses them (:meth:`Ring.lend`), in whatever order that happens: a batch
+a training loop keeps (the first one, say) holds only its own slots. Nothing is named, so nothing
 is left behind: the memory (a ``memfd``) goes away with the last process that maps it. A chunk
-that does not fit (the ring is full of bytes not yet read, or the chunk is too big) travels in
-its message instead, so a worker never waits on the main process here.
+that does not fit (too few free slots, or too big) travels in its message instead, so a worker
+never waits on the main process here.
 """
 
 from __future__ import annotations
@@ -18,21 +20,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Ring", "ring_of"]
+__all__ = ["ALIGN", "SLOT_BYTES", "Ring", "ring_of"]
 
 # Rings made by this process, by token: where unpickled chunks find their bytes.
 _MINE: weakref.WeakValueDictionary[str, Ring] = weakref.WeakValueDictionary()
-_HEADER = 64  # int64 [0]: bytes read (absolute, the main process's); [1]: bytes written
+ALIGN = 64  # arrays in a payload start at multiples of this (any dtype, SIMD loads)
+SLOT_BYTES = 1 << 16  # a payload takes whole slots: one chunk of small rows fits in one
+_COUNTERS = 64  # header: int64 [0] payloads put (statistics, for tests), then one byte per slot
 
 
 class Ring:
-    """Shared memory for one worker's chunk bytes (made by the main process).
+    """Shared memory for one worker's chunk bytes, in slots (made by the main process).
 
-    Positions are absolute byte counts since the ring was made; position ``p`` is at
-    ``p % size`` in the ring, and a payload never wraps (the tail is skipped instead).
+    Each slot's byte in the header says whether it is in use: the worker sets it when it puts a
+    payload there, the main process clears it when nothing views the payload any more. Each side
+    only ever flips the other's way, so no lock is shared.
 
     Args:
-        size (int): Bytes the ring holds.
+        size (int): Bytes the ring holds (rounded up to whole slots).
 
     Raises:
         OSError: If the platform has no ``memfd_create`` (Linux's) or refuses it.
@@ -41,85 +46,119 @@ class Ring:
     def __init__(self, size: int) -> None:
         if not hasattr(os, "memfd_create"):
             raise OSError("shared-memory rings need memfd_create (Linux)")
-        self.size = size
+        self.slots = max(1, -(-size // SLOT_BYTES))
         self.token = secrets.token_hex(8)
         self.fd = os.memfd_create("shardstream-batches", os.MFD_CLOEXEC)
         self._open()
-        os.ftruncate(self.fd, _HEADER + size)
+        os.ftruncate(self.fd, self._header_bytes() + self.slots * SLOT_BYTES)
         self._map()
         _MINE[self.token] = self
+
+    @property
+    def size(self) -> int:
+        """Bytes the ring holds."""
+        return self.slots * SLOT_BYTES
+
+    def _header_bytes(self) -> int:
+        return -(-(_COUNTERS + self.slots) // mmap.PAGESIZE) * mmap.PAGESIZE
 
     def _open(self) -> None:
         # The descriptor is closed when the ring is collected (its maps go with it).
         weakref.finalize(self, os.close, self.fd)
 
     def _map(self) -> None:
-        self.map = mmap.mmap(self.fd, _HEADER + self.size)
-        self.head = np.frombuffer(self.map, np.int64, 2)
-        self.data = np.frombuffer(self.map, np.uint8, self.size, _HEADER)
-        self.written = int(self.head[1])
+        header = self._header_bytes()
+        self.map = mmap.mmap(self.fd, header + self.size)
+        self.counters = np.frombuffer(self.map, np.int64, 1)
+        self.used = np.frombuffer(self.map, np.uint8, self.slots, _COUNTERS)
+        self.data = np.frombuffer(self.map, np.uint8, self.size, header)
+        self.address = self.data.ctypes.data
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Only to start a spawned worker: the descriptor goes along with the process.
         if context.get_spawning_popen() is None:
             raise TypeError("a Ring can only be passed to a worker process being started")
-        return _attach, (reduction.DupFd(self.fd), self.size, self.token)
+        return _attach, (reduction.DupFd(self.fd), self.slots, self.token)
 
-    def start_writing(self) -> None:
-        """Continue from the last byte written to the ring (by any worker before this one)."""
-        self.written = max(int(self.head[0]), int(self.head[1]))
+    @property
+    def puts(self) -> int:
+        """Payloads put into the ring so far (by any worker process using it)."""
+        return int(self.counters[0])
 
-    def put(self, arrays: list[np.ndarray], nbytes: int) -> int | None:
-        """Copy byte arrays into the ring, one after another (worker side).
+    def put(self, arrays: list[tuple[int, np.ndarray]], nbytes: int) -> int | None:
+        """Copy byte arrays into free slots, each at its offset in one payload (worker side).
 
         Args:
-            arrays (List[NDArray[np.uint8]]): The bytes.
-            nbytes (int): Their total length.
+            arrays (List[Tuple[int, NDArray[np.uint8]]]): Each array's offset in the payload
+                (a multiple of :data:`ALIGN`, for arrays to be viewed as any dtype) and bytes.
+            nbytes (int): The payload's length (at least 1).
 
         Returns:
-            Optional[int]: The position of the first byte, or ``None`` if they do not fit.
+            Optional[int]: Where the payload starts in the ring (a slot's start), or ``None``
+                if there are not enough free slots in a row for it.
         """
-        start = self.written
-        at = start % self.size
-        if at + nbytes > self.size:  # skip the tail: a payload is never split
-            start += self.size - at
-            at = 0
-        if nbytes > self.size or start + nbytes - int(self.head[0]) > self.size:
+        need = -(-nbytes // SLOT_BYTES)
+        if need > self.slots:
             return None
-        for array in arrays:
-            self.data[at:at + array.nbytes] = array
-            at += array.nbytes
-        self.written = start + nbytes
-        self.head[1] = self.written
+        # The first run of free slots: the low slots are reused, so small payloads keep
+        # touching the same few pages.
+        first = self.used.tobytes().find(b"\0" * need)
+        if first < 0:
+            return None
+        start = first * SLOT_BYTES
+        for offset, array in arrays:
+            self.data[start + offset:start + offset + array.nbytes] = array
+        self.used[first:first + need] = 1
+        self.counters[0] += 1
         return start
 
-    def view(self, start: int, nbytes: int) -> np.ndarray:
-        """The bytes at a position (main side).
+    def lend(self, start: int, nbytes: int) -> np.ndarray:
+        """A payload's bytes, to be viewed by tensors (main side).
+
+        Its slots are free again once the returned array and everything made from it (views,
+        tensors from ``torch.from_numpy``) are gone.
 
         Args:
-            start (int): Position from :meth:`put`.
-            nbytes (int): Their length.
+            start (int): Where :meth:`put` put it.
+            nbytes (int): Its length.
 
         Returns:
-            NDArray[np.uint8]: A view of them in the ring.
+            NDArray[np.uint8]: A writable array of its bytes in the ring.
         """
-        at = start % self.size
-        return self.data[at:at + nbytes]
+        return np.asarray(_Lease(self, start, nbytes))
 
-    def done(self, stop: int) -> None:
-        """Mark everything before position ``stop`` read (main side).
+    def release(self, start: int, nbytes: int) -> None:
+        """Free a payload's slots (main side).
 
         Args:
-            stop (int): The position after the last byte read.
+            start (int): Where :meth:`put` put it.
+            nbytes (int): Its length.
         """
-        if stop > int(self.head[0]):
-            self.head[0] = stop
+        first = start // SLOT_BYTES
+        self.used[first:first - (-nbytes // SLOT_BYTES)] = 0
 
 
-def _attach(fd: Any, size: int, token: str) -> Ring:
+class _Lease:
+    """A payload's bytes as NumPy sees them (``__array_interface__``): the base of every array
+    and tensor made from them, so that its slots are freed exactly when the last of those goes."""
+
+    __slots__ = ("ring", "start", "nbytes", "__array_interface__")
+
+    def __init__(self, ring: Ring, start: int, nbytes: int) -> None:
+        self.ring = ring  # (the ring's map stays valid while its bytes are in use)
+        self.start = start
+        self.nbytes = nbytes
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                    "data": (ring.address + start, False), "version": 3}
+
+    def __del__(self) -> None:
+        self.ring.release(self.start, self.nbytes)
+
+
+def _attach(fd: Any, slots: int, token: str) -> Ring:
     """Map a ring passed to a spawned worker."""
     ring = Ring.__new__(Ring)
-    ring.size, ring.token, ring.fd = size, token, fd.detach()
+    ring.slots, ring.token, ring.fd = slots, token, fd.detach()
     ring._open()
     ring._map()
     return ring

@@ -6,7 +6,7 @@ it through a new shared-memory file whose descriptor the main process fetches ov
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
 chunks of up to :data:`MOST_BATCHES` batches; tensor bytes go through the worker's ring of
 shared memory (:mod:`streaming.batch_ring`), or in the message when it is full; the main
-process takes the workers' batches in turn, one each, as torch's loader yields them (round
+process hands out tensors viewing the ring (the bytes are not copied again), and takes the workers' batches in turn, one each, as torch's loader yields them (round
 robin, a worker dropping out when its samples end), so the batches and their order are
 torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
 persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`.
@@ -23,7 +23,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
-from streaming.batch_ring import Ring, ring_of
+from streaming.batch_ring import ALIGN, Ring, ring_of
 from streaming.collate import collated_batches
 
 __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
@@ -31,9 +31,13 @@ __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 # A chunk grows 1, 2, 4, ... batches up to this many (the first batch leaves at once), and
 # closes early past CHUNK_BYTES of arrays (what a worker holds before the main process has it).
 MOST_BATCHES = 64
-CHUNK_BYTES = 1 << 20
-# Each worker's ring (see streaming.batch_ring): a few chunks in flight.
-RING_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
+# Each worker's ring (see streaming.batch_ring): a few chunks in flight (its pages are touched
+# only as far as that needs: small payloads reuse the first slots).
+RING_BYTES = 16 << 20
+# A chunk that does not fit in the ring carries its bytes in its message up to this size; a
+# bigger one (big batches) is pickled as torch pickles tensors (each in shared memory).
+IN_MESSAGE_BYTES = 1 << 20
 # What the main process asks the result pipe to hold (Linux caps it: pipe-max-size, 1 MB).
 PIPE_BYTES = 1 << 20
 
@@ -42,8 +46,10 @@ class Chunk:
     """Consecutive batches of one worker.
 
     Pickled, the bytes of its plain CPU tensors go into the worker's ring if they fit (else
-    into the message, as one payload), and come back as new tensors: no shared memory is made
-    or fetched per tensor, as torch's pickling of tensors does.
+    into the message, as one payload, or for big batches as torch pickles tensors). Unpickled, they are tensors viewing the ring (the ring
+    reuses a batch's bytes once none of its tensors, or views of them, is left) or new tensors
+    of the message's bytes: no shared memory is made or fetched per tensor, as torch's
+    pickling of tensors does.
 
     Args:
         worker (int): The worker's id.
@@ -62,18 +68,24 @@ class Chunk:
         self.ring = ring
 
     def __reduce__(self) -> tuple[Any, ...]:
-        arrays: list[Any] = []
+        arrays: list[tuple[int, np.ndarray]] = []
         offset = [0]
         skeleton = [_pack(batch, arrays, offset) for batch in self.batches]
-        if self.ring is not None and arrays:
+        if self.ring is not None and offset[0]:
             start = self.ring.put(arrays, offset[0])
             if start is not None:
                 where = (self.ring.token, start, offset[0])
                 return _unpack_chunk, (self.worker, skeleton, self.last, None, where)
+        if offset[0] > IN_MESSAGE_BYTES:
+            return Chunk, (self.worker, self.batches, self.last)
         # One payload of every tensor's bytes: pickling many big arrays grows the pickle's
         # buffer step by step (copying it each time).
-        payload = b"".join(arrays)
-        return _unpack_chunk, (self.worker, skeleton, self.last, payload)
+        pieces: list[Any] = []
+        end = 0
+        for at, array in arrays:
+            pieces += [bytes(at - end), array] if at > end else [array]
+            end = at + array.nbytes
+        return _unpack_chunk, (self.worker, skeleton, self.last, b"".join(pieces))
 
     def pin_memory(self) -> Chunk:
         """Pin every batch, as torch's pinning thread does a batch (it calls this).
@@ -87,11 +99,12 @@ class Chunk:
 class _Slot:
     """Where a tensor's bytes are in its chunk's payload."""
 
-    __slots__ = ("dtype", "shape", "start", "stop")
+    __slots__ = ("dtype", "array_dtype", "shape", "start", "stop")
 
-    def __init__(self, dtype: torch.dtype, shape: tuple[int, ...], start: int,
-                 stop: int) -> None:
+    def __init__(self, dtype: torch.dtype, array_dtype: np.dtype, shape: tuple[int, ...],
+                 start: int, stop: int) -> None:
         self.dtype = dtype
+        self.array_dtype = array_dtype
         self.shape = shape
         self.start = start
         self.stop = stop
@@ -110,9 +123,10 @@ def _walk(data: Any, leaf: Any) -> Any:
     return leaf(data)
 
 
-def _pack(batch: Any, arrays: list[Any], offset: list[int]) -> Any:
-    """``batch`` with each plain CPU tensor moved to ``arrays`` (as a NumPy array of bytes) and
-    replaced by its :class:`_Slot` (``offset``: bytes moved so far, updated).
+def _pack(batch: Any, arrays: list[tuple[int, np.ndarray]], offset: list[int]) -> Any:
+    """``batch`` with each plain CPU tensor moved to ``arrays`` (its offset in the payload, a
+    multiple of :data:`~streaming.batch_ring.ALIGN`, and its bytes) and replaced by its
+    :class:`_Slot` (``offset``: the payload's length so far, updated).
 
     Anything else (tensor subclasses, dtypes NumPy lacks, other containers) is left as it is and
     pickled as torch would.
@@ -126,22 +140,26 @@ def _pack(batch: Any, arrays: list[Any], offset: list[int]) -> Any:
             array = data.numpy()
         except (TypeError, RuntimeError):  # a dtype NumPy lacks
             return data
-        start = offset[0]
-        offset[0] += array.nbytes
-        arrays.append(array.reshape(-1).view(np.uint8))
-        return _Slot(data.dtype, tuple(data.shape), start, offset[0])
+        start = -(-offset[0] // ALIGN) * ALIGN
+        offset[0] = start + array.nbytes
+        arrays.append((start, array.reshape(-1).view(np.uint8)))
+        return _Slot(data.dtype, array.dtype, tuple(data.shape), start, offset[0])
 
     return _walk(batch, move)
 
 
-def _unpack(batch: Any, payload: np.ndarray) -> Any:
-    """Undo :func:`_pack`: each :class:`_Slot` becomes a new tensor of its bytes."""
+def _unpack(batch: Any, payload: np.ndarray, lent: bool) -> Any:
+    """Undo :func:`_pack`: each :class:`_Slot` becomes a tensor of its bytes in ``payload``:
+    viewing them if ``lent`` (see :meth:`~streaming.batch_ring.Ring.lend`), else a copy."""
     def build(data: Any) -> Any:
         if type(data) is not _Slot:
             return data
+        raw = payload[data.start:data.stop]
+        if lent:
+            return torch.from_numpy(raw.view(data.array_dtype).reshape(data.shape))
         out = torch.empty(data.shape, dtype=data.dtype)
         if data.stop > data.start:
-            out.numpy().reshape(-1).view(np.uint8)[:] = payload[data.start:data.stop]
+            out.numpy().reshape(-1).view(np.uint8)[:] = raw
         return out
 
     return _walk(batch, build)
@@ -149,18 +167,14 @@ def _unpack(batch: Any, payload: np.ndarray) -> Any:
 
 def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
                   where: tuple[str, int, int] | None = None) -> Chunk:
-    """Unpickle a :class:`Chunk`: its tensors' bytes are ``payload``, or in a ring ``where``
-    (token, position, length), marked read once copied out."""
-    if payload is not None:
-        raw, ring = np.frombuffer(payload, np.uint8), None
-    else:
+    """Unpickle a :class:`Chunk`: its tensors' bytes are ``payload`` (copied out), or in a ring
+    ``where`` (token, position, length; viewed, see :meth:`~streaming.batch_ring.Ring.lend`)."""
+    if payload is None:
         token, start, nbytes = where
-        ring = ring_of(token)
-        raw = ring.view(start, nbytes)
-    batches = [_unpack(batch, raw) for batch in skeleton]
-    if ring is not None:
-        ring.done(start + nbytes)
-    return Chunk(worker, batches, last)
+        raw, lent = ring_of(token).lend(start, nbytes), True
+    else:
+        raw, lent = np.frombuffer(payload, np.uint8), False
+    return Chunk(worker, [_unpack(batch, raw, lent) for batch in skeleton], last)
 
 
 def _array_bytes(data: Any) -> int:
@@ -211,7 +225,6 @@ class ChunkedBatches(IterableDataset):
         ring = None
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
-            ring.start_writing()
         batches = collated_batches(self.dataset, self.batch_size, self.drop_last)
         ahead = next(batches, None)
         size = 1

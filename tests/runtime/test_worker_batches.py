@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
 from torch.utils.data import default_collate, get_worker_info
 
-from streaming import StreamingDataLoader, StreamingDataset, worker_batches
-from streaming.batch_ring import Ring, ring_of
+from streaming import StreamingDataLoader, StreamingDataset, batch_ring, worker_batches
+from streaming.batch_ring import SLOT_BYTES, Ring, ring_of
 from streaming.collate import collate_batch
 from streaming.worker_batches import PIPE_BYTES, Chunk, interleave
 
@@ -67,7 +67,7 @@ def test_persistent_workers_equal_torch_loader(token_dataset) -> None:
     fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
     _same_epochs(fast, slow, epochs=3)
     for ring in fast._chunk_loader.dataset.rings:  # the bytes went through the rings
-        assert 0 < int(ring.head[0]) == int(ring.head[1])
+        assert ring.puts > 0 and not ring.used.any()  # and their slots are free again
 
 
 @pytest.mark.slow
@@ -196,26 +196,95 @@ def test_interleave_is_torchs_round_robin(counts, data) -> None:
 
 # ---- the ring ----
 
-def test_ring_puts_views_and_reuses_its_bytes() -> None:
-    ring = Ring(100)
+def test_ring_puts_lends_and_frees_its_slots() -> None:
+    ring = Ring(4 * SLOT_BYTES)
     first = np.arange(40, dtype=np.uint8)
-    assert ring.put([first[:10], first[10:]], 40) == 0
-    assert ring.put([np.full(50, 7, np.uint8)], 50) == 40
-    assert ring.put([np.ones(20, np.uint8)], 20) is None  # 10 left at the tail, nothing read
-    assert np.array_equal(ring.view(0, 40), first)
-    ring.done(40)
-    # 10 bytes at the tail are skipped: a payload is never split.
-    assert ring.put([np.full(20, 3, np.uint8)], 20) == 100
-    assert np.array_equal(ring.view(100, 20), np.full(20, 3, np.uint8))
-    assert ring.put([np.ones(40, np.uint8)], 40) is None  # 90..100 not read yet
-    ring.done(120)
-    assert ring.put([np.ones(80, np.uint8)], 80) == 120
-    assert ring.put([np.ones(101, np.uint8)], 101) is None  # bigger than the ring
+    assert ring.put([(0, first[:10]), (64, first[10:])], 94) == 0
+    assert ring.put([(0, np.full(SLOT_BYTES + 1, 7, np.uint8))], SLOT_BYTES + 1) == SLOT_BYTES
+    assert ring.put([(0, np.ones(2 * SLOT_BYTES, np.uint8))], 2 * SLOT_BYTES) is None  # 1 left
+    assert ring.puts == 2 and list(ring.used) == [1, 1, 1, 0]
+    a, b = ring.lend(0, 94), ring.lend(SLOT_BYTES, SLOT_BYTES + 1)
+    assert np.array_equal(a[:10], first[:10]) and np.array_equal(a[64:], first[10:])
+    assert np.array_equal(b, np.full(SLOT_BYTES + 1, 7, np.uint8))
+    assert a.ctypes.data % 64 == b.ctypes.data % 64 == 0
+    view = torch.from_numpy(a[64:72].view(np.int64))  # a tensor made from lent bytes keeps them
+    del a
+    assert list(ring.used) == [1, 1, 1, 0]
+    del b  # freed before the older one: slots come back in any order
+    assert list(ring.used) == [1, 0, 0, 0]
+    assert view.item() == int.from_bytes(bytes(range(10, 18)), "little")
+    c = np.full(3 * SLOT_BYTES, 3, np.uint8)
+    assert ring.put([(0, c[:2 * SLOT_BYTES])], 2 * SLOT_BYTES) == SLOT_BYTES  # (searched round)
+    assert ring.put([(0, c[:10])], 10) == 3 * SLOT_BYTES
+    assert ring.put([(0, c[:10])], 10) is None  # full
+    del view
+    assert list(ring.used) == [0, 1, 1, 1]
+    assert ring.put([(0, c[:10])], 10) == 0
+    lent = ring.lend(0, 10)
+    lent[:] = 9  # lent bytes are writable (they are the tensor's own)
+    ring.release(SLOT_BYTES, SLOT_BYTES)  # (as a lease of that payload would)
+    assert list(ring.used) == [1, 0, 1, 1]
+    assert ring.put([(0, c[:2 * SLOT_BYTES])], 2 * SLOT_BYTES) is None  # one free
+    del lent
+    assert list(ring.used) == [0, 0, 1, 1]
+    assert ring.put([(0, c[:2 * SLOT_BYTES])], 2 * SLOT_BYTES) == 0
+    ring.release(0, 2 * SLOT_BYTES)
+    ring.release(3 * SLOT_BYTES, 10)
+    assert list(ring.used) == [0, 0, 1, 0]
+    assert ring.put([(0, c)], len(c)) is None  # three free, not in a row
+    assert ring.put([(0, np.ones(5 * SLOT_BYTES, np.uint8))], 5 * SLOT_BYTES) is None  # too big
     assert ring_of(ring.token) is ring
     with pytest.raises(TypeError, match="only be passed to a worker"):
         pickle.dumps(ring)
     with pytest.raises(RuntimeError, match="ring nope"):
         ring_of("nope")
+
+
+def _in_rings(loader, tensor) -> bool:
+    return any(ring.address <= tensor.data_ptr() < ring.address + ring.size
+               for ring in loader._chunk_loader.dataset.rings)
+
+
+@pytest.fixture
+def small_rings(monkeypatch):
+    """Rings of 4 slots of 1 KB, chunks of at most 3 batches (576 bytes each here): without
+    reusing slots, a worker's ring could carry 5 of its 13 batches."""
+    monkeypatch.setattr(batch_ring, "SLOT_BYTES", 1024)  # forked workers inherit these
+    monkeypatch.setattr(worker_batches, "RING_BYTES", 4096)
+    monkeypatch.setattr(worker_batches, "CHUNK_BYTES", 1500)
+
+
+def test_ring_tensors_view_the_ring_until_unused(token_dataset, small_rings) -> None:
+    loader = StreamingDataLoader(StreamingDataset(local=token_dataset, batch_size=8), batch_size=8,
+                                 num_workers=2)
+    it = iter(loader)
+    held = next(it)  # kept all epoch long, as a training loop may keep its first batch
+    tokens = held["tokens"]
+    assert _in_rings(loader, tokens) and tokens.data_ptr() % 64 == 0  # not copied
+    want = tokens.clone()
+    part = tokens[2:4]  # a view outlives the batch it came from
+    del held, tokens
+    count = in_ring = 0
+    for batch in it:  # each batch dropped once read: its slots are free for the next
+        count += len(batch["id"])
+        in_ring += _in_rings(loader, batch["tokens"])
+    assert count == 203 - 8
+    assert torch.equal(part, want[2:4])  # its bytes were not reused meanwhile
+    assert in_ring > 10  # slots were reused while one stayed held
+    rings = loader._chunk_loader.dataset.rings
+    assert all(ring.used.any() for ring in rings[:1])
+    del part, batch
+    assert not any(ring.used.any() for ring in rings)
+
+
+def test_small_rings_reuse_slots_and_equal_torch_loader(token_dataset, small_rings) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
+    count = in_ring = 0
+    for got, want in zip(fast, slow, strict=True):
+        in_ring += _in_rings(fast, got["tokens"])
+        _same([got], [want])
+        count += 1
+    assert count == 26 and in_ring > 10
 
 
 @settings(max_examples=60, deadline=None)
@@ -231,13 +300,19 @@ def test_chunks_through_a_ring_are_the_same_batches(chunks_, size) -> None:
         _same(pickle.loads(message).batches, made)
     for made, message in sent[2:]:
         _same(pickle.loads(message).batches, made)
-    assert int(ring.head[0]) <= int(ring.head[1])
+    assert not ring.used.any()
 
 
-def test_a_full_ring_falls_back_to_messages(token_dataset, monkeypatch) -> None:
-    monkeypatch.setattr(worker_batches, "RING_BYTES", 3000)  # forked workers inherit it
+@pytest.mark.parametrize("in_message", [1 << 20, 100])
+def test_a_full_ring_falls_back_to_messages(token_dataset, monkeypatch, in_message) -> None:
+    monkeypatch.setattr(batch_ring, "SLOT_BYTES", 1024)  # forked workers inherit these
+    monkeypatch.setattr(worker_batches, "RING_BYTES", 1024)
+    monkeypatch.setattr(worker_batches, "IN_MESSAGE_BYTES", in_message)
     fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
     _same_epochs(fast, slow, epochs=1)
+    # Bigger chunks than IN_MESSAGE_BYTES go as torch sends tensors (in shared memory).
+    shared = [batch["tokens"].is_shared() for batch in fast]
+    assert any(shared) == (in_message == 100) and not all(shared)
 
 
 def test_abandoned_epoch_with_persistent_workers(token_dataset) -> None:
