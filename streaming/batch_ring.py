@@ -11,9 +11,11 @@ never waits on the main process here.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import secrets
+import threading
 import weakref
 from multiprocessing import context, reduction
 from typing import Any
@@ -73,6 +75,7 @@ class Ring:
         self.used = np.frombuffer(self.map, np.uint8, self.slots, _COUNTERS)
         self.data = np.frombuffer(self.map, np.uint8, self.size, header)
         self.address = self.data.ctypes.data
+        self._lock = threading.Lock()  # (worker side: the feeder thread puts, the loop takes)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Only to start a spawned worker: the descriptor goes along with the process.
@@ -84,6 +87,28 @@ class Ring:
     def puts(self) -> int:
         """Payloads put into the ring so far (by any worker process using it)."""
         return int(self.counters[0])
+
+    def take(self, nbytes: int) -> int | None:
+        """Take free slots for ``nbytes`` (worker side; its threads may share the ring).
+
+        Args:
+            nbytes (int): Bytes needed (at least 1).
+
+        Returns:
+            Optional[int]: Where they start in the ring (a slot's start), or ``None`` if there
+                are not enough free slots in a row.
+        """
+        need = -(-nbytes // SLOT_BYTES)
+        if need > self.slots:
+            return None
+        with self._lock:
+            # The first run of free slots: the low slots are reused, so small payloads keep
+            # touching the same few pages.
+            first = self.used.tobytes().find(b"\0" * need)
+            if first < 0:
+                return None
+            self.used[first:first + need] = 1
+        return first * SLOT_BYTES
 
     def put(self, arrays: list[tuple[int, np.ndarray]], nbytes: int) -> int | None:
         """Copy byte arrays into free slots, each at its offset in one payload (worker side).
@@ -97,20 +122,42 @@ class Ring:
             Optional[int]: Where the payload starts in the ring (a slot's start), or ``None``
                 if there are not enough free slots in a row for it.
         """
-        need = -(-nbytes // SLOT_BYTES)
-        if need > self.slots:
+        start = self.take(nbytes)
+        if start is None:
             return None
-        # The first run of free slots: the low slots are reused, so small payloads keep
-        # touching the same few pages.
-        first = self.used.tobytes().find(b"\0" * need)
-        if first < 0:
-            return None
-        start = first * SLOT_BYTES
         for offset, array in arrays:
             self.data[start + offset:start + offset + array.nbytes] = array
-        self.used[first:first + need] = 1
         self.counters[0] += 1
         return start
+
+    def array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+        """A new array in free slots, for a batch to be made in place (worker side): sent in a
+        chunk, its bytes are not copied again (see :meth:`where`).
+
+        Args:
+            shape (Tuple[int, ...]): Its shape.
+            dtype (np.dtype): Its dtype.
+
+        Returns:
+            Optional[NDArray]: The array, or ``None`` if it would waste most of a slot or there
+                is no room for it.
+        """
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < SLOT_BYTES // 2:
+            return None
+        start = self.take(nbytes)
+        if start is None:
+            return None
+        self.counters[0] += 1
+        return self.data[start:start + nbytes].view(dtype).reshape(shape)
+
+    def where(self, address: int, nbytes: int) -> int | None:
+        """Where an array made by :meth:`array` is, from its address (``None`` if it is not
+        one: outside the ring, or not at a slot's start)."""
+        start = address - self.address
+        if 0 <= start and start + nbytes <= self.size and start % SLOT_BYTES == 0 and nbytes:
+            return start
+        return None
 
     def lend(self, start: int, nbytes: int) -> np.ndarray:
         """A payload's bytes, to be viewed by tensors (main side).
@@ -128,10 +175,10 @@ class Ring:
         return np.asarray(_Lease(self, start, nbytes))
 
     def release(self, start: int, nbytes: int) -> None:
-        """Free a payload's slots (main side).
+        """Free a payload's slots (main side, or the worker's for an array never sent).
 
         Args:
-            start (int): Where :meth:`put` put it.
+            start (int): Where :meth:`put` put it (or :meth:`array` made it).
             nbytes (int): Its length.
         """
         first = start // SLOT_BYTES

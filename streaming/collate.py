@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data._utils import collate as torch_collate
 
+from streaming._kernels import _collate
+
 __all__ = ["collate_batch", "collated_batches", "stock_registry"]
 
 
-def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
+# Where a batch's stacked arrays may be made: (shape, dtype) -> an array, or None for anywhere.
+Alloc = Callable[[tuple[int, ...], np.dtype], "np.ndarray | None"]
+
+
+def collate_batch(batch: list[Any], stock: bool | None = None, alloc: Alloc | None = None) -> Any:
     """``torch.utils.data.default_collate(batch)``, with a cheaper path for dicts of arrays.
 
     Torch turns each sample's array into a tensor and stacks those (~8 us a sample for 8 KB
@@ -25,6 +31,8 @@ def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
         batch (List[Any]): The samples of one batch.
         stock (bool, optional): :func:`stock_registry` of torch's registry, if the caller
             checked it once for many batches.
+        alloc (Callable, optional): Makes the memory of stacked arrays (a worker's shared
+            memory, say); ``None`` from it, or no ``alloc``, means new tensors.
 
     Returns:
         Any: What ``default_collate(batch)`` returns.
@@ -38,13 +46,14 @@ def collate_batch(batch: list[Any], stock: bool | None = None) -> Any:
     out = {}
     for key in elem:
         values = [sample[key] for sample in batch]
-        stacked = _stack(values) if type(values[0]) is np.ndarray else None
+        stacked = _stack(values, alloc) if type(values[0]) is np.ndarray else None
         out[key] = stacked if stacked is not None else \
             torch_collate.collate(values, collate_fn_map=registry)
     return out
 
 
-def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool) -> Iterator[Any]:
+def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool,
+                     alloc: Alloc | None = None) -> Iterator[Any]:
     """Batch samples as torch's loader batches an iterable dataset, collating each batch as
     ``default_collate`` does (:func:`collate_batch`).
 
@@ -52,6 +61,7 @@ def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool) -
         samples (Iterable[Any]): The samples.
         batch_size (int): Samples per batch.
         drop_last (bool): Whether to drop the last batch if it is short.
+        alloc (Callable, optional): Where stacked arrays are made (see :func:`collate_batch`).
 
     Returns:
         Iterator[Any]: The batches: ``batch_size`` samples each, the last one short unless
@@ -63,7 +73,7 @@ def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool) -
         batch = list(islice(samples, batch_size))
         if not batch or (drop_last and len(batch) < batch_size):
             return
-        yield collate_batch(batch, stock)
+        yield collate_batch(batch, stock, alloc)
         if len(batch) < batch_size:
             return
 
@@ -83,22 +93,35 @@ def stock_registry(registry: dict[Any, Any]) -> bool:
             and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
 
 
-def _stack(values: list[Any]) -> Tensor | None:
+def _stack(values: list[Any], alloc: Alloc | None = None) -> Tensor | None:
     """Stack same-shape, same-dtype numeric arrays into a new tensor; ``None`` if torch's own
     path must decide (other types, ragged shapes, dtypes it rejects or converts)."""
     first = values[0]
     dtype, shape = first.dtype, first.shape
     if dtype.kind not in "biufc" or not dtype.isnative:
         return None
-    for value in values:
-        if type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape:
-            return None
-    try:
-        kind = torch.from_numpy(first).dtype
-    except (TypeError, ValueError, RuntimeError):
+    match = _collate.match_rows(values)
+    if match == _collate.MISMATCH:
         return None
-    out = torch.empty((len(values), *shape), dtype=kind)
-    rows = out.numpy()
-    for i, value in enumerate(values):  # (2x faster than np.stack for a batch of rows)
-        rows[i] = value
+    kind = _TORCH_DTYPES.get(dtype)
+    if kind is None:
+        try:
+            kind = _TORCH_DTYPES[dtype] = torch.from_numpy(first).dtype
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    rows = None if alloc is None else alloc((len(values), *shape), dtype)
+    if rows is None:
+        out = torch.empty((len(values), *shape), dtype=kind)
+        rows = out.numpy()
+    else:
+        out = torch.from_numpy(rows)
+    if match == _collate.CONTIGUOUS:
+        _collate.copy_rows(values, rows)
+    else:
+        for i, value in enumerate(values):
+            rows[i] = value
     return out
+
+
+# NumPy dtype -> the dtype torch.from_numpy gives it (asking costs ~1 us a batch).
+_TORCH_DTYPES: dict[np.dtype, torch.dtype] = {}

@@ -31,12 +31,12 @@ __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 # A chunk grows 1, 2, 4, ... batches up to this many (the first batch leaves at once), and
 # closes early past CHUNK_BYTES of arrays (what a worker holds before the main process has it).
 MOST_BATCHES = 64
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 4 << 20
 # Each worker's ring (see streaming.batch_ring): a few chunks in flight (its pages are touched
 # only as far as that needs: small payloads reuse the first slots).
-RING_BYTES = 16 << 20
-# A chunk that does not fit in the ring carries its bytes in its message up to this size; a
-# bigger one (big batches) is pickled as torch pickles tensors (each in shared memory).
+RING_BYTES = 24 << 20
+# A chunk that does not fit in the ring carries its tensors' bytes in its message up to this
+# size; past it, tensors bigger than this go as torch sends tensors (each in shared memory).
 IN_MESSAGE_BYTES = 1 << 20
 # What the main process asks the result pipe to hold (Linux caps it: pipe-max-size, 1 MB).
 PIPE_BYTES = 1 << 20
@@ -68,24 +68,31 @@ class Chunk:
         self.ring = ring
 
     def __reduce__(self) -> tuple[Any, ...]:
+        ring = self.ring
         arrays: list[tuple[int, np.ndarray]] = []
         offset = [0]
-        skeleton = [_pack(batch, arrays, offset) for batch in self.batches]
-        if self.ring is not None and offset[0]:
-            start = self.ring.put(arrays, offset[0])
+        skeleton = [_pack(batch, ring, arrays, offset) for batch in self.batches]
+        token = None if ring is None else ring.token
+        if ring is not None and offset[0]:
+            start = ring.put(arrays, offset[0])
             if start is not None:
-                where = (self.ring.token, start, offset[0])
+                where = (token, start, offset[0])
                 return _unpack_chunk, (self.worker, skeleton, self.last, None, where)
         if offset[0] > IN_MESSAGE_BYTES:
-            return Chunk, (self.worker, self.batches, self.last)
-        # One payload of every tensor's bytes: pickling many big arrays grows the pickle's
-        # buffer step by step (copying it each time).
+            # Big tensors go as torch sends tensors (in shared memory of their own), the others
+            # in the message.
+            arrays, offset = [], [0]
+            skeleton = [_pack(batch, ring, arrays, offset, IN_MESSAGE_BYTES)
+                        for batch in self.batches]
+        # One payload of every other tensor's bytes: pickling many big arrays grows the
+        # pickle's buffer step by step (copying it each time).
         pieces: list[Any] = []
         end = 0
         for at, array in arrays:
             pieces += [bytes(at - end), array] if at > end else [array]
             end = at + array.nbytes
-        return _unpack_chunk, (self.worker, skeleton, self.last, b"".join(pieces))
+        return _unpack_chunk, (self.worker, skeleton, self.last, b"".join(pieces),
+                               (token, None, 0))
 
     def pin_memory(self) -> Chunk:
         """Pin every batch, as torch's pinning thread does a batch (it calls this).
@@ -97,17 +104,18 @@ class Chunk:
 
 
 class _Slot:
-    """Where a tensor's bytes are in its chunk's payload."""
+    """Where a tensor's bytes are: in its chunk's payload, or (``in_ring``) made in the ring."""
 
-    __slots__ = ("dtype", "array_dtype", "shape", "start", "stop")
+    __slots__ = ("dtype", "array_dtype", "shape", "start", "stop", "in_ring")
 
     def __init__(self, dtype: torch.dtype, array_dtype: np.dtype, shape: tuple[int, ...],
-                 start: int, stop: int) -> None:
+                 start: int, stop: int, in_ring: bool = False) -> None:
         self.dtype = dtype
         self.array_dtype = array_dtype
         self.shape = shape
         self.start = start
         self.stop = stop
+        self.in_ring = in_ring
 
 
 def _walk(data: Any, leaf: Any) -> Any:
@@ -123,22 +131,34 @@ def _walk(data: Any, leaf: Any) -> Any:
     return leaf(data)
 
 
-def _pack(batch: Any, arrays: list[tuple[int, np.ndarray]], offset: list[int]) -> Any:
-    """``batch`` with each plain CPU tensor moved to ``arrays`` (its offset in the payload, a
-    multiple of :data:`~streaming.batch_ring.ALIGN`, and its bytes) and replaced by its
-    :class:`_Slot` (``offset``: the payload's length so far, updated).
+def _plain(data: Any) -> np.ndarray | None:
+    """A plain CPU tensor's array, or ``None`` (tensor subclasses, other devices, layouts and
+    dtypes NumPy lacks, tensors that need grad or are not contiguous: pickled as torch would)."""
+    if type(data) is not torch.Tensor or data.device.type != "cpu" or \
+            data.layout is not torch.strided or data.requires_grad or not data.is_contiguous():
+        return None
+    try:
+        return data.numpy()
+    except (TypeError, RuntimeError):  # a dtype NumPy lacks
+        return None
 
-    Anything else (tensor subclasses, dtypes NumPy lacks, other containers) is left as it is and
-    pickled as torch would.
+
+def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
+          offset: list[int], keep_over: int | None = None) -> Any:
+    """``batch`` with each plain CPU tensor replaced by its :class:`_Slot`: those made in
+    ``ring`` (:meth:`~streaming.batch_ring.Ring.array`) stay where they are; the others are
+    moved to ``arrays`` (their offset in the payload, a multiple of
+    :data:`~streaming.batch_ring.ALIGN`, and their bytes; ``offset``: the payload's length so
+    far, updated), but for those of more than ``keep_over`` bytes, left as they are.
     """
     def move(data: Any) -> Any:
-        if type(data) is not torch.Tensor or data.device.type != "cpu" or \
-                data.layout is not torch.strided or data.requires_grad or \
-                not data.is_contiguous():
+        array = _plain(data)
+        if array is None:
             return data
-        try:
-            array = data.numpy()
-        except (TypeError, RuntimeError):  # a dtype NumPy lacks
+        at = None if ring is None else ring.where(data.data_ptr(), array.nbytes)
+        if at is not None:
+            return _Slot(data.dtype, array.dtype, tuple(data.shape), at, at + array.nbytes, True)
+        if keep_over is not None and array.nbytes > keep_over:
             return data
         start = -(-offset[0] // ALIGN) * ALIGN
         offset[0] = start + array.nbytes
@@ -148,14 +168,18 @@ def _pack(batch: Any, arrays: list[tuple[int, np.ndarray]], offset: list[int]) -
     return _walk(batch, move)
 
 
-def _unpack(batch: Any, payload: np.ndarray, lent: bool) -> Any:
-    """Undo :func:`_pack`: each :class:`_Slot` becomes a tensor of its bytes in ``payload``:
-    viewing them if ``lent`` (see :meth:`~streaming.batch_ring.Ring.lend`), else a copy."""
+def _unpack(batch: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool) -> Any:
+    """Undo :func:`_pack`: each :class:`_Slot` becomes a tensor of its bytes: in the ring
+    (viewed, see :meth:`~streaming.batch_ring.Ring.lend`), or in ``payload`` (viewed if
+    ``lent``, else copied)."""
     def build(data: Any) -> Any:
         if type(data) is not _Slot:
             return data
-        raw = payload[data.start:data.stop]
-        if lent:
+        if data.in_ring:
+            raw, view = ring.lend(data.start, data.stop - data.start), True
+        else:
+            raw, view = payload[data.start:data.stop], lent
+        if view:
             return torch.from_numpy(raw.view(data.array_dtype).reshape(data.shape))
         out = torch.empty(data.shape, dtype=data.dtype)
         if data.stop > data.start:
@@ -166,15 +190,29 @@ def _unpack(batch: Any, payload: np.ndarray, lent: bool) -> Any:
 
 
 def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
-                  where: tuple[str, int, int] | None = None) -> Chunk:
-    """Unpickle a :class:`Chunk`: its tensors' bytes are ``payload`` (copied out), or in a ring
-    ``where`` (token, position, length; viewed, see :meth:`~streaming.batch_ring.Ring.lend`)."""
-    if payload is None:
-        token, start, nbytes = where
-        raw, lent = ring_of(token).lend(start, nbytes), True
-    else:
-        raw, lent = np.frombuffer(payload, np.uint8), False
-    return Chunk(worker, [_unpack(batch, raw, lent) for batch in skeleton], last)
+                  where: tuple[str | None, int | None, int]) -> Chunk:
+    """Unpickle a :class:`Chunk`: tensors made in the ring and, for the others, their bytes
+    in ``payload`` (copied out), or in the ring at ``where`` (token, position, length)."""
+    token, start, nbytes = where
+    ring = None if token is None else ring_of(token)
+    raw, lent = None, False
+    if payload is not None:
+        raw = np.frombuffer(payload, np.uint8)
+    elif start is not None:
+        raw, lent = ring.lend(start, nbytes), True
+    return Chunk(worker, [_unpack(batch, ring, raw, lent) for batch in skeleton], last)
+
+
+def _give_back(ring: Ring, batch: Any) -> None:
+    """Free the ring slots of a batch's tensors made in the ring that will not be sent."""
+    def free(data: Any) -> Any:
+        array = _plain(data)
+        at = None if array is None else ring.where(data.data_ptr(), array.nbytes)
+        if at is not None:
+            ring.release(at, array.nbytes)
+        return data
+
+    _walk(batch, free)
 
 
 def _array_bytes(data: Any) -> int:
@@ -225,20 +263,28 @@ class ChunkedBatches(IterableDataset):
         ring = None
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
-        batches = collated_batches(self.dataset, self.batch_size, self.drop_last)
-        ahead = next(batches, None)
-        size = 1
-        while True:
-            chunk: list[Any] = []
-            held = 0
-            while ahead is not None and len(chunk) < size and held < CHUNK_BYTES:
-                chunk.append(ahead)
-                held += _array_bytes(ahead)
-                ahead = next(batches, None)
-            yield Chunk(worker, chunk, ahead is None, ring)
-            if ahead is None:
-                return
-            size = min(2 * size, MOST_BATCHES)
+        alloc = None if ring is None else ring.array  # stacked arrays made in the ring
+        batches = collated_batches(self.dataset, self.batch_size, self.drop_last, alloc)
+        ahead = chunk = None
+        try:
+            ahead = next(batches, None)
+            size = 1
+            while True:
+                chunk = []
+                held = 0
+                while ahead is not None and len(chunk) < size and held < CHUNK_BYTES:
+                    chunk.append(ahead)
+                    held += _array_bytes(ahead)
+                    ahead = next(batches, None)
+                sent, chunk = chunk, None
+                yield Chunk(worker, sent, ahead is None, ring)
+                if ahead is None:
+                    return
+                size = min(2 * size, MOST_BATCHES)
+        finally:  # stopped early (an error, or the epoch abandoned): free what was not sent
+            if ring is not None:
+                for batch in (chunk or []) + [ahead]:
+                    _give_back(ring, batch)
 
 
 class WorkerSetup:

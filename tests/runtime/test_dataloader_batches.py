@@ -67,6 +67,9 @@ def batches(draw):
                 values.append(np.arange(n).astype(dtype).reshape(here))
             if draw(st.booleans()) and size > 1 and dtype.kind != "c":  # another dtype
                 values[-1] = values[-1].astype(np.float64)
+            if draw(st.booleans()) and shape and not ragged:  # a row not C-contiguous
+                k = draw(st.integers(0, size - 1))
+                values[k] = np.repeat(values[k], 2, axis=-1)[..., ::2]
             columns[key] = values
         elif kind == "int":
             columns[key] = draw(st.lists(st.integers(-5, 5), min_size=size, max_size=size))

@@ -24,7 +24,7 @@ from torch.utils.data import default_collate, get_worker_info
 from streaming import StreamingDataLoader, StreamingDataset, batch_ring, worker_batches
 from streaming.batch_ring import SLOT_BYTES, Ring, ring_of
 from streaming.collate import collate_batch
-from streaming.worker_batches import PIPE_BYTES, Chunk, interleave
+from streaming.worker_batches import PIPE_BYTES, Chunk, ChunkedBatches, interleave
 
 
 def _torch_collate(batch):
@@ -285,6 +285,44 @@ def test_small_rings_reuse_slots_and_equal_torch_loader(token_dataset, small_rin
         _same([got], [want])
         count += 1
     assert count == 26 and in_ring > 10
+
+
+def test_batches_made_in_the_ring_and_freed_when_an_epoch_is_abandoned(token_dataset,
+                                                                        small_rings) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
+    for n, batch in enumerate(fast):
+        if n == 0:  # rows of 8 x 16 int32 fill half a slot: stacked straight into the ring
+            rings = fast._chunk_loader.dataset.rings
+            assert any(ring.where(batch["tokens"].data_ptr(), 512) is not None
+                       for ring in rings)
+        if n == 4:
+            break
+    del batch
+    for n, _ in enumerate(slow):
+        if n == 4:
+            break
+    _same_epochs(fast, slow, epochs=2)  # the workers dropped their first epoch part-way
+    assert all(ring.puts > 0 and not ring.used.any() for ring in rings)
+
+
+def test_a_closed_worker_loop_frees_the_batch_it_did_not_send(token_dataset, small_rings,
+                                                               monkeypatch) -> None:
+    info = type("Info", (), {"id": 0, "num_workers": 1, "seed": 0, "dataset": None})()
+    monkeypatch.setattr(worker_batches, "get_worker_info", lambda: info)
+    ring = Ring(8 * 1024)
+    chunks = ChunkedBatches(StreamingDataset(local=token_dataset, batch_size=8), 8, False)
+    chunks.rings = [ring]
+    loop = iter(chunks)
+    first = next(loop)  # one batch, and the next one made ahead: both stacked in the ring
+    assert ring.where(first.batches[0]["tokens"].data_ptr(), 512) is not None
+    assert int(ring.used.sum()) == 2
+    loop.close()  # the epoch is abandoned: the batch made ahead is freed, the sent one is not
+    assert int(ring.used.sum()) == 1
+    got = pickle.loads(ForkingPickler.dumps(first))  # the main process frees it once unused
+    assert int(ring.used.sum()) == 2  # (+ the slot of the ids, put in the ring with the chunk)
+    _same(got.batches, first.batches)
+    del got
+    assert int(ring.used.sum()) == 0
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,90 @@
+"""The collation kernel (``streaming._kernels._collate``) against its pure-NumPy twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _collate
+from streaming.collate import _stack
+
+
+def _match_twin(values) -> int:
+    first = values[0]
+    if type(first) is not np.ndarray:
+        return _collate.MISMATCH
+    for value in values:
+        if type(value) is not np.ndarray or value.dtype != first.dtype or \
+                value.shape != first.shape:
+            return _collate.MISMATCH
+    if all(value.flags.c_contiguous for value in values):
+        return _collate.CONTIGUOUS
+    return _collate.STRIDED
+
+
+@st.composite
+def columns(draw):
+    dtype = np.dtype(draw(st.sampled_from(["int8", "int32", "float64", "<u2", ">i4", "bool"])))
+    shape = tuple(draw(st.lists(st.integers(0, 3), max_size=3)))
+    size = draw(st.integers(1, 6))
+    values = [np.arange(int(np.prod(shape)), dtype=np.int64).astype(dtype).reshape(shape) + i
+              if dtype.kind != "b" else np.ones(shape, dtype) for i in range(size)]
+    for i in range(size):
+        change = draw(st.sampled_from(["none"] * 4 + ["dtype", "shape", "strided", "list",
+                                                       "subclass"]))
+        if change == "dtype":
+            values[i] = values[i].astype(np.float32)
+        elif change == "shape":
+            values[i] = values[i].reshape(-1)[:1] if values[i].size else np.zeros(1, dtype)
+        elif change == "strided" and shape:
+            values[i] = np.repeat(values[i], 2, axis=-1)[..., ::2]
+        elif change == "list":
+            values[i] = values[i].tolist()
+        elif change == "subclass":
+            values[i] = values[i].view(np.ma.MaskedArray)
+    return values
+
+
+@settings(max_examples=300, deadline=None)
+@given(columns())
+def test_match_rows_equals_twin(values) -> None:
+    assert _collate.match_rows(values) == _match_twin(values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(columns(), st.booleans())
+def test_stack_equals_numpy_stack(values, into) -> None:
+    made = []
+
+    def alloc(shape, dtype):
+        made.append(np.full(shape, 7, dtype))
+        return made[-1]
+
+    if type(values[0]) is not np.ndarray:
+        return  # (collate_batch stacks only columns whose first value is an ndarray)
+    got = _stack(values, alloc if into else None)
+    if _match_twin(values) == _collate.MISMATCH or values[0].dtype.byteorder == ">":
+        assert got is None
+        return
+    want = np.stack(values)
+    assert got.shape == want.shape and np.array_equal(got.numpy(), want)
+    assert got.dtype == torch.from_numpy(want).dtype
+    if into:  # made in the memory the allocator gave
+        assert len(made) == 1 and (got.data_ptr() == made[0].ctypes.data or not want.size)
+
+
+def test_copy_rows_refuses_what_it_cannot_copy() -> None:
+    rows = [np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32)]
+    with pytest.raises(ValueError, match="one row per value"):
+        _collate.copy_rows(rows, np.empty((3, 4), np.int32))
+    with pytest.raises(ValueError, match="one row per value"):
+        _collate.copy_rows(rows, np.empty((2, 4), np.int32)[:, ::1].T.copy().T)
+    with pytest.raises(ValueError, match="value 1"):
+        _collate.copy_rows([rows[0], np.arange(5, dtype=np.int32)], np.empty((2, 4), np.int32))
+    with pytest.raises(ValueError, match="one row per value"):
+        readonly = np.empty((2, 4), np.int32)
+        readonly.flags.writeable = False
+        _collate.copy_rows(rows, readonly)
