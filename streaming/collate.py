@@ -46,7 +46,9 @@ def collate_batch(batch: list[Any], stock: bool | None = None, alloc: Alloc | No
     out = {}
     for key in elem:
         values = [sample[key] for sample in batch]
-        stacked = _stack(values, alloc) if type(values[0]) is np.ndarray else None
+        first = type(values[0])
+        stacked = _stack(values, alloc) if first is np.ndarray else \
+            _numbers(values) if first is int or first is float else None
         out[key] = stacked if stacked is not None else \
             torch_collate.collate(values, collate_fn_map=registry)
     return out
@@ -79,7 +81,7 @@ def collated_batches(samples: Iterable[Any], batch_size: int, drop_last: bool,
 
 
 def stock_registry(registry: dict[Any, Any]) -> bool:
-    """Whether arrays, tensors and dicts collate as torch ships them.
+    """Whether arrays, tensors, ints, floats and dicts collate as torch ships them.
 
     Args:
         registry (Dict[Any, Any]): Torch's ``default_collate_fn_map``.
@@ -89,6 +91,8 @@ def stock_registry(registry: dict[Any, Any]) -> bool:
     """
     return (registry.get(np.ndarray) is torch_collate.collate_numpy_array_fn
             and registry.get(Tensor) is torch_collate.collate_tensor_fn
+            and registry.get(int) is torch_collate.collate_int_fn
+            and registry.get(float) is torch_collate.collate_float_fn
             and not any(isinstance(key, type) and issubclass(dict, key) for key in registry)
             and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
 
@@ -121,6 +125,21 @@ def _stack(values: list[Any], alloc: Alloc | None = None) -> Tensor | None:
         for i, value in enumerate(values):
             rows[i] = value
     return out
+
+
+def _numbers(values: list[Any]) -> Tensor | None:
+    """The tensor ``torch.tensor`` makes of a column of only ``int`` (int64) or only ``float``
+    (float64, as ``default_collate`` asks), through NumPy (~5x faster for a batch); ``None``
+    if torch's own path must decide (mixed types, ints past int64)."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        try:
+            return torch.from_numpy(np.array(values, np.int64))
+        except OverflowError:
+            return None
+    if kinds == {float}:
+        return torch.from_numpy(np.array(values, np.float64))
+    return None
 
 
 # NumPy dtype -> the dtype torch.from_numpy gives it (asking costs ~1 us a batch).

@@ -48,6 +48,10 @@ class StreamingDataLoader(DataLoader):
         Raises:
             ValueError: The batch is an empty mapping.
         """
+        if type(batch) is dict:  # (the common case, without isinstance's ABC checks)
+            for value in batch.values():
+                return len(value)
+            raise ValueError("Batch is empty")
         # Mappings include transformers' BatchEncoding/BatchFeature (UserDicts).
         if isinstance(batch, Mapping):
             for value in batch.values():

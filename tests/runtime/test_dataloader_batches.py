@@ -55,7 +55,7 @@ def batches(draw):
                          unique=True))
     columns = {}
     for key in keys:
-        kind = draw(st.sampled_from(["array", "int", "float", "str", "bytes"]))
+        kind = draw(st.sampled_from(["array", "int", "float", "str", "bytes", "number"]))
         if kind == "array":
             dtype = np.dtype(draw(st.sampled_from(DTYPES)))
             shape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
@@ -72,9 +72,13 @@ def batches(draw):
                 values[k] = np.repeat(values[k], 2, axis=-1)[..., ::2]
             columns[key] = values
         elif kind == "int":
-            columns[key] = draw(st.lists(st.integers(-5, 5), min_size=size, max_size=size))
+            ints = st.integers(-5, 5) | st.integers(-2**70, 2**70)  # (past int64: torch errs)
+            columns[key] = draw(st.lists(ints, min_size=size, max_size=size))
+        elif kind == "number":  # mixed scalar types: torch decides
+            numbers = st.integers(-5, 5) | st.floats(-1, 1) | st.booleans()
+            columns[key] = draw(st.lists(numbers, min_size=size, max_size=size))
         elif kind == "float":
-            columns[key] = draw(st.lists(st.floats(-1, 1), min_size=size, max_size=size))
+            columns[key] = draw(st.lists(st.floats(allow_nan=False), min_size=size, max_size=size))
         elif kind == "str":
             columns[key] = draw(st.lists(st.text(max_size=3), min_size=size, max_size=size))
         else:
