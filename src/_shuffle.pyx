@@ -518,7 +518,7 @@ cdef extern from *:
         pthread_cond_init(&p->cv, NULL);
         for (int k = 0; k < SP_SLOTS; k++) { p->start[k] = -1; p->state[k] = SP_FREE; }
         /* The reader's buffered raws (none yet, or a first chunk) come before the helper's. */
-        p->next = p->floor = r->taken + r->end;
+        p->next = p->floor = r->taken + r->end + r->pending;
         for (int k = 0; k < SP_GENS; k++) {
             p->gen[k] = gen[k]; p->ctx[k] = ctx[k]; p->at[k] = p->next;
         }
@@ -667,6 +667,64 @@ cdef extern from *:
     /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
     static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
         ss_fy_words(r, NULL, n);
+    }
+
+    /* Move the reader forward to raw index raw (raws read from its start) with the given
+       buffered half: buffered raws are passed over, the rest jumped (r->jump). */
+    static void ss_raw_seek(ss_raw *r, int64_t raw, int has_half, uint32_t half) {
+        int64_t used = ss_raw_used(r);
+        if (raw > used) ss_raw_skip(r, raw - used);
+        r->has_half = has_half; r->half = half;
+    }
+
+    /* ---- py1s scout: where each span's Fisher-Yates words start ----
+       Started as soon as the epoch generator's state is known (before the worker's places
+       are), on a second core: it reads the words of span after span from its own copy of the
+       generator (as ss_fisher_yates_skip, reading all and keeping none) and records the raw
+       index and buffered half at each span's start. The caller then jumps straight to the
+       spans it wants among those, and reads on from the last one scouted. */
+    /* half: the reader's half word (NumPy keeps the last one even once used), + 2**32 while it is
+       buffered. */
+    typedef struct { int64_t raw; int64_t half; } ss_spanpos;
+    typedef struct {
+        pthread_t th;
+        int started, stop;
+        ss_raw r;
+        const int64_t *sizes;
+        int64_t nspans, limit;
+        ss_spanpos *pos;             /* nspans + 1 */
+        int64_t done;                /* spans scouted: pos[0 .. done] hold (atomic) */
+    } ss_scout;
+    static void *ss_scout_main(void *arg) {
+        ss_scout *s = (ss_scout *)arg;
+        for (int64_t k = 0; k < s->limit; k++) {
+            if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) break;
+            ss_fisher_yates_skip(&s->r, s->sizes[k]);
+            s->pos[k + 1].raw = ss_raw_used(&s->r);
+            s->pos[k + 1].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+            __atomic_store_n(&s->done, k + 1, __ATOMIC_RELEASE);
+        }
+        return NULL;
+    }
+    /* 0 when the thread runs (s->r, sizes, pos set up by the caller). */
+    static int ss_scout_start(ss_scout *s) {
+        s->pos[0].raw = 0;
+        s->pos[0].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+        if (pthread_create(&s->th, NULL, ss_scout_main, s) != 0) return -1;
+        s->started = 1;
+        return 0;
+    }
+    /* Stop and join; returns the spans scouted. */
+    static int64_t ss_scout_stop(ss_scout *s) {
+        if (s->started) {
+            __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+            pthread_join(s->th, NULL);
+            s->started = 0;
+        }
+        return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+    }
+    static inline void ss_raw_seek_span(ss_raw *r, const ss_spanpos *p) {
+        ss_raw_seek(r, p->raw, (int)(p->half >> 32), (uint32_t)p->half);
     }
 
     /* py1e's draws for a node whose places are not wanted: block sizes, and the shifts jumped. */
@@ -953,6 +1011,7 @@ cdef extern from *:
     ctypedef struct ss_raw:
         int has_half
         uint32_t half
+        int64_t pending
         void (*jump)(void *ctx, int64_t m) noexcept nogil
         void *jump_ctx
     int ss_raw_init(ss_raw *r, bitgen_t *src, int has_half, uint32_t half) nogil
@@ -965,6 +1024,18 @@ cdef extern from *:
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
+    ctypedef struct ss_spanpos:
+        int64_t raw
+        int64_t half
+    ctypedef struct ss_scout:
+        int started
+        ss_raw r
+        const int64_t *sizes
+        int64_t nspans, limit
+        ss_spanpos *pos
+    int ss_scout_start(ss_scout *s) nogil
+    int64_t ss_scout_stop(ss_scout *s) nogil
+    void ss_raw_seek_span(ss_raw *r, const ss_spanpos *p) nogil
     void *ss_alloc(size_t bytes) nogil
     int ss_py1e_skip(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int64_t low,
                      int64_t high) nogil
@@ -1176,17 +1247,20 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
 def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes,
                   const int64_t[:] node_spans, int64_t low, int64_t high, int64_t[:] out,
                   const int64_t[:] want=None, const int64_t[:] want_bounds=None,
-                  const int64_t[:] order=None, bint exact=True, int _mode=0):
+                  order=None, bint exact=True, int _mode=0, Scout scout=None):
     """Shuffle every canonical node of an epoch (``py1s`` or ``py1e``) in one pass.
 
     Node ``c`` holds spans ``node_spans[c] .. node_spans[c+1]`` (begins and sizes in final
     order); its samples occupy the next ``sum(sizes of its spans)`` places of the epoch. Draws as
     ``get_shuffle_py1s`` / ``get_shuffle_py1e`` after the span reorder.
 
-    Without ``want``, ``out`` receives the whole epoch. With ``want`` (epoch places grouped by
-    node: node ``c``'s are ``want[want_bounds[c]:want_bounds[c+1]]``), only those places are
-    kept: ``out[k]`` = the epoch's value at place ``want[k]``, and each node is built in reused
-    scratch, so memory stays at one node's worth.
+    Without ``want``, ``out`` receives the whole epoch. With ``want``, only the epoch's values
+    at some places are kept, grouped by span: span ``s``'s are entries ``want_bounds[s] ..
+    want_bounds[s+1]`` of the grouping. Entry ``e`` of the grouping is the place ``want[e]``,
+    its value going to ``out[e]``; with ``order`` (see ``group_places``) it is the place
+    ``want[order[e]]``, going to ``out[order[e]]`` (``want`` may then be ``out`` itself: each
+    place is read just before its value overwrites it). py1s builds each span, py1e each node,
+    in reused scratch, so memory stays at one node's worth.
 
     Args:
         rng (numpy.random.Generator): Generator, after the span reorder (it advances).
@@ -1196,30 +1270,36 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         node_spans (NDArray[np.int64]): ``num_nodes + 1`` ascending span indices.
         low (int): ``py1e``: smallest block size (inclusive), non-negative.
         high (int): ``py1e``: largest block size (exclusive), above ``low``.
-        out (NDArray[np.int64]): The epoch (``sizes.sum()`` long), or ``len(want)`` values.
-        want (NDArray[np.int64], optional): Places to keep, grouped by node.
-        want_bounds (NDArray[np.int64], optional): ``num_nodes + 1`` offsets into ``want``.
-        order (NDArray[np.int64], optional): With ``want``: the value of ``want[k]`` goes to
-            ``out[order[k]]`` instead of ``out[k]`` (see ``group_places``).
+        out (NDArray[np.int64]): The epoch (``sizes.sum()`` long), or the kept values.
+        want (NDArray[np.int64], optional): Places to keep: grouped by span, or any order with
+            ``order``.
+        want_bounds (NDArray[np.int64], optional): ``num_spans + 1`` offsets into the grouping.
+        order (NDArray[np.int32] | NDArray[np.int64], optional): The grouping: indices into
+            ``want`` and ``out``, span by span.
         exact (bool): Leave ``rng`` exactly where NumPy's calls would. With ``want`` and
             ``exact=False``, the nodes after the last wanted place are not drawn (``rng`` is
             then left somewhere else). Defaults to ``True``.
         _mode (int): Tests only: 0 picks the path, 1 forces the generic ``bitgen_t`` path, 2
             the PCG64 raw path (needs a PCG64 generator), 3 the raw path with the raws made
             ahead on a helper thread.
+        scout (Scout, optional): py1s with ``want``: a scout started from ``rng`` (in its state
+            now) and these spans; it is stopped, and the spans it passed are jumped over.
 
     Returns:
         bool: ``py1e``: whether some span outgrew its block (so was not spread).
+
+    Raises:
+        ValueError: If the arguments do not match, or the scout was started from elsewhere.
     """
     cdef bint spread = algo == "py1e"
     if not spread and algo != "py1s":
         raise ValueError(f"shuffle_nodes: unknown algorithm {algo!r}")
     if begins.shape[0] != sizes.shape[0]:
         raise ValueError("begins and sizes differ in length")
-    cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1
+    cdef Py_ssize_t num_nodes = node_spans.shape[0] - 1, num_spans = sizes.shape[0]
     cdef Py_ssize_t total = _sum_spans(sizes)
     cdef Py_ssize_t c, k, n, largest = 0
-    if num_nodes < 0 or node_spans[0] != 0 or node_spans[num_nodes] != sizes.shape[0]:
+    if num_nodes < 0 or node_spans[0] != 0 or node_spans[num_nodes] != num_spans:
         raise ValueError("node_spans must run from 0 to the number of spans")
     for c in range(num_nodes):
         if node_spans[c + 1] < node_spans[c]:
@@ -1232,22 +1312,32 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     if spread and not 0 <= low < high:
         raise ValueError(f"bad block size range [{low}, {high})")
     cdef bint pick = want is not None
+    cdef const int32_t[::1] order32 = None
+    cdef const int64_t[::1] order64 = None
+    cdef const int32_t *o32 = NULL
+    cdef const int64_t *o64 = NULL
+    cdef Py_ssize_t grouped = 0
     if pick:
-        if want_bounds is None or want_bounds.shape[0] != num_nodes + 1:
-            raise ValueError("want_bounds must have num_nodes + 1 entries")
-        if want_bounds[0] != 0 or want_bounds[num_nodes] != want.shape[0]:
-            raise ValueError("want_bounds must run from 0 to len(want)")
-        if order is None:
-            if out.shape[0] != want.shape[0]:
-                raise ValueError("out must hold one value per wanted place")
-        else:
-            if order.shape[0] != want.shape[0]:
-                raise ValueError("order must hold one entry per wanted place")
-            for k in range(order.shape[0]):
-                if not 0 <= order[k] < out.shape[0]:
-                    raise ValueError(f"order entry {k} ({order[k]}) is outside out")
-        for c in range(num_nodes):
-            if want_bounds[c + 1] < want_bounds[c]:
+        if want_bounds is None or want_bounds.shape[0] != num_spans + 1:
+            raise ValueError("want_bounds must have num_spans + 1 entries")
+        grouped = want.shape[0]
+        if order is not None:
+            order32, order64, grouped = _order_view(order)
+            if want.shape[0] != out.shape[0]:
+                raise ValueError("with order, want and out must be as long")
+            if grouped:
+                o32 = &order32[0] if order32 is not None else NULL
+                o64 = &order64[0] if order64 is not None else NULL
+            for k in range(grouped):
+                n = _at(o32, o64, k)
+                if not 0 <= n < out.shape[0]:
+                    raise ValueError(f"order entry {k} ({n}) is outside out")
+        elif out.shape[0] != want.shape[0]:
+            raise ValueError("out must hold one value per wanted place")
+        if want_bounds[0] != 0 or want_bounds[num_spans] != grouped:
+            raise ValueError("want_bounds must run from 0 to the number of grouped places")
+        for k in range(num_spans):
+            if want_bounds[k + 1] < want_bounds[k]:
                 raise ValueError("want_bounds must ascend")
     elif out.shape[0] != total:
         raise ValueError(f"spans hold {total} samples but the output holds {out.shape[0]}")
@@ -1255,6 +1345,11 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     cdef bint raw = _raw_mode(bit, _mode, _largest(sizes))
     cdef bitgen_t *bg = _bitgen(bit)
     cdef Py_ssize_t last = num_nodes - 1
+    if scout is not None:
+        scout.check(bit, sizes)
+        if spread or not pick or not raw:
+            scout.stop()  # its positions are py1s's words, read from PCG64 raws
+            scout = None
     if pick:
         # The last node to draw: the last with a wanted place, or with a span that may outgrow
         # its block (py1e's warning).
@@ -1268,19 +1363,22 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     try:
         j = _draw_space(_largest(sizes))
         if pick:
-            buf = <int64_t *>ss_alloc((largest + 1) * sizeof(int64_t))
+            # py1s keeps a span's places as soon as it is shuffled: scratch of one span, not of
+            # a node (fresh memory costs a page fault per 4 KB, more than the work on it).
+            buf = <int64_t *>ss_alloc(((largest if spread else _largest(sizes)) + 1)
+                                      * sizeof(int64_t))
             if buf == NULL:
                 raise MemoryError()
         with bit.lock:
             if raw:
                 bad = _draw_nodes_raw(bit, spread, begins, sizes, node_spans, low, high, out,
-                                      want, want_bounds, order, last, exact, _mode, buf, j, &sp,
-                                      &warn)
+                                      want, want_bounds, o32, o64, last, exact, _mode, buf, j,
+                                      &sp, &warn, scout)
             else:
                 with nogil:
                     bad = _draw_nodes(NULL, bg, spread, begins, sizes, node_spans, low, high,
-                                      out, want, want_bounds, order, last, exact, buf, j, &sp,
-                                      &warn)
+                                      out, want, want_bounds, o32, o64, last, exact, buf, j,
+                                      &sp, &warn, 0)
     finally:
         free(buf)
         free(j)
@@ -1288,8 +1386,30 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     if bad == -2:
         raise MemoryError()
     if bad >= 0:
-        raise ValueError(f"wanted place {want[bad]} (entry {bad}) is outside its node")
+        raise ValueError(
+            f"wanted place {want[_at(o32, o64, bad)]} (entry {bad}) is outside its span"
+        )
     return warn == 1
+
+
+cdef tuple _order_view(object order):
+    """``order`` as a contiguous int32 or int64 view (the other None), and its length."""
+    arr = np.asarray(order)
+    if arr.ndim != 1 or arr.dtype not in (np.int32, np.int64):
+        raise ValueError("order must be a 1-d int32 or int64 array")
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype == np.int32:
+        return arr, None, arr.shape[0]
+    return None, arr, arr.shape[0]
+
+
+cdef inline Py_ssize_t _at(const int32_t *o32, const int64_t *o64, Py_ssize_t e) noexcept nogil:
+    # Entry e of the grouping: an index into want and out (the entry itself without order).
+    if o32 != NULL:
+        return o32[e]
+    if o64 != NULL:
+        return o64[e]
+    return e
 
 
 _PCG64 = None
@@ -1341,7 +1461,7 @@ cdef Py_ssize_t _last_needed(bint spread, const int64_t[:] sizes, const int64_t[
     # A span no longer than ``low`` never outgrows its block (drawn from [low, high)).
     cdef Py_ssize_t c, k, last = -1
     for c in range(node_spans.shape[0] - 1):
-        if want_bounds[c + 1] > want_bounds[c]:
+        if want_bounds[node_spans[c + 1]] > want_bounds[node_spans[c]]:
             last = c
         elif spread:
             for k in range(node_spans[c], node_spans[c + 1]):
@@ -1364,7 +1484,8 @@ cdef bint _second_core():
 
 
 cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
-                           const int64_t[:] node_spans, Py_ssize_t nodes, int mode):
+                           const int64_t[:] node_spans, Py_ssize_t nodes, int mode,
+                           Py_ssize_t known):
     """The copies of ``bit`` (SP_GENS) for a helper thread, when the raws ahead are worth making
     on another core; else None."""
     if mode == 3:
@@ -1374,7 +1495,8 @@ cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
         return None
     cdef Py_ssize_t k
     cdef int64_t samples = 0
-    for k in range(node_spans[nodes] if nodes > 0 else 0):
+    # Spans a scout has passed are jumped over, not read.
+    for k in range(known, node_spans[nodes] if nodes > 0 else 0):
         samples += sizes[k]
     # Fisher-Yates reads ~1.39 32-bit words a sample: ~0.7 raws.
     if samples * 7 // 10 < _helper_min_raws or not _second_core():
@@ -1391,19 +1513,19 @@ cdef void _jump(void *ctx, int64_t m) noexcept nogil:
 cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[:] begins,
                             const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
                             int64_t high, int64_t[:] out, const int64_t[:] want,
-                            const int64_t[:] want_bounds, const int64_t[:] order,
+                            const int64_t[:] want_bounds, const int32_t *o32, const int64_t *o64,
                             Py_ssize_t last, bint exact, int64_t *buf, uint32_t *j,
-                            ss_py1e_space *sp, int *warn) noexcept nogil:
+                            ss_py1e_space *sp, int *warn, Py_ssize_t from_span) noexcept nogil:
     """``shuffle_nodes``' draws, node by node (arguments checked): from the reader ``r`` (PCG64
     raws; ``bg`` is then a bitgen_t over it), or from ``bg`` itself when ``r`` is NULL.
 
-    With a reader, a node with no wanted place is only drawn past (its shifts jumped). Without
-    ``exact``, nodes after ``last`` are not drawn. Returns -1, -2 (out of memory) or the entry
-    of ``want`` outside its node.
+    With a reader, a node (py1s: a span) with no wanted place is only drawn past (its shifts
+    jumped). Without ``exact``, nodes after ``last`` are not drawn. Spans before ``from_span``
+    (py1s with wanted places only: done from a scout's positions) are left out. Returns -1, -2
+    (out of memory) or the entry of the grouping whose place is outside its span.
     """
     cdef bint pick = buf != NULL
-    cdef bint has_order = order is not None
-    cdef Py_ssize_t c, c2, k, a, z, n, place, node_start = 0
+    cdef Py_ssize_t c, k, e, a, a0, z, n, place, node_start = 0, span_start, skipped
     cdef int64_t *dst
     cdef int got
     for c in range(node_spans.shape[0] - 1):
@@ -1414,26 +1536,38 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
         n = 0
         for k in range(a, z):
             n += sizes[k]
+        if z <= from_span:
+            node_start += n
+            continue
+        a0 = a if a >= from_span else from_span
+        skipped = 0
+        for k in range(a, a0):
+            skipped += sizes[k]
         if pick:
-            for k in range(want_bounds[c], want_bounds[c + 1]):
-                if want[k] < node_start or want[k] >= node_start + n:
-                    return k
-            if r != NULL and want_bounds[c + 1] == want_bounds[c]:
-                for k in range(a, z):
+            # (Spans before a0 were checked and drawn already: their places may be overwritten.)
+            span_start = node_start + skipped
+            for k in range(a0, z):
+                e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
+                                sizes[k])
+                if e >= 0:
+                    return e
+                span_start += sizes[k]
+            if r != NULL and want_bounds[z] == want_bounds[a0]:
+                for k in range(a0, z):
                     ss_fisher_yates_skip(r, sizes[k])
                 if spread and n:
                     warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
                 node_start += n
                 continue
+        if pick and not spread:
+            _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
+                               want_bounds, o32, o64, buf, j)
+            node_start += n
+            continue
         dst = buf if pick else &out[node_start]
         place = 0
         for k in range(a, z):
-            for c2 in range(sizes[k]):
-                dst[place + c2] = begins[k] + c2
-            if r != NULL:
-                ss_fisher_yates_raw(r, &dst[place], j, sizes[k])
-            else:
-                ss_fisher_yates_i64(bg, &dst[place], j, sizes[k])
+            _draw_span(r, bg, begins[k], sizes[k], &dst[place], j)
             place += sizes[k]
         if spread and n:
             got = ss_py1e_node(r, bg, dst, &sizes[a], z - a, n, low, high, sp)
@@ -1441,28 +1575,98 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
                 return -2
             warn[0] |= got
         if pick:
-            for k in range(want_bounds[c], want_bounds[c + 1]):
-                out[order[k] if has_order else k] = buf[want[k] - node_start]
+            for e in range(want_bounds[a], want_bounds[z]):
+                k = _at(o32, o64, e)
+                out[k] = buf[want[k] - node_start]
         node_start += n
     return -1
+
+
+cdef inline Py_ssize_t _check_span(const int64_t[:] want, const int32_t *o32, const int64_t *o64,
+                                   Py_ssize_t first, Py_ssize_t end, int64_t span_start,
+                                   int64_t size) noexcept nogil:
+    # The first entry of first .. end whose place is outside the span, or -1.
+    cdef Py_ssize_t e
+    cdef int64_t place
+    for e in range(first, end):
+        place = want[_at(o32, o64, e)]
+        if place < span_start or place >= span_start + size:
+            return e
+    return -1
+
+
+cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
+                              const int64_t[:] sizes, int64_t[:] out, const int64_t[:] want,
+                              const int64_t[:] want_bounds, const int32_t *o32,
+                              const int64_t *o64, int64_t *buf, uint32_t *j,
+                              const ss_spanpos *pos, Py_ssize_t known) noexcept nogil:
+    """py1s spans ``0 .. known`` whose words a scout found: the reader jumps to each wanted
+    one and draws it, then to where span ``known`` starts. Returns -1 or the entry of the
+    grouping whose place is outside its span."""
+    cdef Py_ssize_t k, e, i
+    cdef int64_t span_start = 0
+    for k in range(known):
+        if want_bounds[k + 1] > want_bounds[k]:
+            e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
+                            sizes[k])
+            if e >= 0:
+                return e
+            ss_raw_seek_span(r, &pos[k])
+            _draw_span(r, bg, begins[k], sizes[k], buf, j)
+            for e in range(want_bounds[k], want_bounds[k + 1]):
+                i = _at(o32, o64, e)
+                out[i] = buf[want[i] - span_start]
+        span_start += sizes[k]
+    ss_raw_seek_span(r, &pos[known])
+    return -1
+
+
+cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size, int64_t *dst,
+                            uint32_t *j) noexcept nogil:
+    # One span's ids laid out, then shuffled (Generator.shuffle's draws).
+    cdef Py_ssize_t i
+    for i in range(size):
+        dst[i] = begin + i
+    if r != NULL:
+        ss_fisher_yates_raw(r, dst, j, size)
+    else:
+        ss_fisher_yates_i64(bg, dst, j, size)
+
+
+cdef void _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
+                             const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
+                             Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
+                             const int64_t[:] want_bounds, const int32_t *o32,
+                             const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
+    """py1s spans ``a .. z`` (first place ``span_start``), each shuffled in ``buf`` (one span)
+    and its wanted places kept at once; a span nobody wants is only drawn past (reader)."""
+    cdef Py_ssize_t k, e, i
+    for k in range(a, z):
+        if r != NULL and want_bounds[k + 1] == want_bounds[k]:
+            ss_fisher_yates_skip(r, sizes[k])
+        else:
+            _draw_span(r, bg, begins[k], sizes[k], buf, j)
+            for e in range(want_bounds[k], want_bounds[k + 1]):
+                i = _at(o32, o64, e)
+                out[i] = buf[want[i] - span_start]
+        span_start += sizes[k]
 
 
 cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins,
                                 const int64_t[:] sizes, const int64_t[:] node_spans,
                                 int64_t low, int64_t high, int64_t[:] out,
                                 const int64_t[:] want, const int64_t[:] want_bounds,
-                                const int64_t[:] order, Py_ssize_t last, bint exact, int mode,
-                                int64_t *buf, uint32_t *j, ss_py1e_space *sp,
-                                int *warn) except -3:
+                                const int32_t *o32, const int64_t *o64, Py_ssize_t last,
+                                bint exact, int mode, int64_t *buf, uint32_t *j,
+                                ss_py1e_space *sp, int *warn, Scout scout) except -3:
     """:func:`_draw_nodes` from a PCG64 generator's raw outputs (its lock held): a reader over
     a copy of ``bit`` (and a helper thread making raws ahead when worth it); ``bit`` is then
-    advanced to where NumPy's own calls would leave it."""
+    advanced to where NumPy's own calls would leave it. With a ``scout`` (py1s, wanted places),
+    the spans it has passed are jumped to, not read."""
     cdef ss_raw r
     cdef bitgen_t rbg
-    cdef Py_ssize_t k, bad
+    cdef Py_ssize_t k, bad = -1, known = 0
     copy = _copy_of(bit)
-    helpers = _helper_copies(bit, spread, sizes, node_spans,
-                             node_spans.shape[0] - 1 if exact else last + 1, mode)
     cdef bitgen_t *gens[3]
     cdef void *ctxs[3]
     _raw_open(&r, bit, copy)
@@ -1470,15 +1674,27 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
         r.jump = _jump
         r.jump_ctx = <void *>copy
         ss_raw_bitgen(&r, &rbg)
+        if scout is not None and scout.s.pos != NULL:
+            with nogil:
+                known = ss_scout_stop(&scout.s)
+                bad = _draw_scouted(&r, &rbg, begins, sizes, out, want, want_bounds, o32, o64,
+                                    buf, j, scout.s.pos, known)
+            if bad >= 0:
+                return bad
+        helpers = _helper_copies(bit, spread, sizes, node_spans,
+                                 node_spans.shape[0] - 1 if exact else last + 1, mode, known)
         if helpers is not None:
             for k in range(3):
+                # At the reader's next raw (past any jump it still owes).
                 helpers[k].state = copy.state
+                if r.pending:
+                    helpers[k].advance(r.pending)
                 gens[k] = _bitgen(helpers[k])
                 ctxs[k] = <void *>helpers[k]
             ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
         with nogil:
             bad = _draw_nodes(&r, &rbg, spread, begins, sizes, node_spans, low, high, out, want,
-                              want_bounds, order, last, exact, buf, j, sp, warn)
+                              want_bounds, o32, o64, last, exact, buf, j, sp, warn, known)
     finally:
         with nogil:
             ss_pref_free(&r)
@@ -1487,9 +1703,100 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
     return bad
 
 
+cdef class Scout:
+    """py1s's Fisher-Yates words read ahead on a second core, span by span, from a copy of a
+    generator, recording where each span's words start (see ``ss_scout``): started before the
+    worker's places are known, so that ``shuffle_nodes(..., scout=...)`` jumps over what it
+    has passed instead of reading it. Not started (a no-op) when not worth it: no second core,
+    not a PCG64, spans past ``2**32`` samples, or too few samples.
+
+    Args:
+        rng (numpy.random.Generator): The generator ``shuffle_nodes`` will draw from, in the
+            state it will be in then (it is not advanced).
+        sizes (NDArray[np.int64]): Size of each span, in the order drawn.
+        _limit (int): Tests only: scout at most this many spans (then stop). Defaults to all.
+        _force (bool): Tests only: start whenever possible. Defaults to ``False``.
+    """
+
+    cdef ss_scout s
+    cdef object copy, sizes_arr, state
+
+    def __cinit__(self):
+        memset(&self.s, 0, sizeof(self.s))
+
+    def __init__(self, rng, sizes, *, Py_ssize_t _limit=-1, bint _force=False):
+        bit = _bit_generator(rng)
+        arr = np.array(sizes, np.int64).reshape(-1)
+        if not _force and not _scout_worth(bit, arr):
+            return
+        global _PCG64
+        if _PCG64 is None:
+            from numpy.random import PCG64
+            _PCG64 = PCG64
+        if type(bit) is not _PCG64 or _largest(arr) > 0xFFFFFFFF or (arr < 0).any():
+            return
+        cdef const int64_t[::1] view = arr
+        cdef Py_ssize_t n = arr.shape[0]
+        with bit.lock:
+            state = bit.state
+        self.copy = _copy_of(bit)
+        self.copy.state = state
+        self.state = state
+        self.sizes_arr = arr
+        if ss_raw_init(&self.s.r, _bitgen(self.copy), <int>state["has_uint32"],
+                       <uint32_t>state["uinteger"]) < 0:
+            raise MemoryError()
+        self.s.pos = <ss_spanpos *>malloc((n + 1) * sizeof(ss_spanpos))
+        if self.s.pos == NULL:
+            raise MemoryError()
+        self.s.sizes = &view[0] if n else NULL
+        self.s.nspans = n
+        self.s.limit = n if _limit < 0 or _limit > n else _limit
+        if ss_scout_start(&self.s) != 0:
+            free(self.s.pos)  # the caller reads on alone
+            self.s.pos = NULL
+
+    def stop(self):
+        """Stop scouting (the thread is joined). Returns the number of spans scouted."""
+        cdef int64_t done = 0
+        if self.s.pos != NULL:
+            with nogil:
+                done = ss_scout_stop(&self.s)
+        return done
+
+    @property
+    def running(self):
+        """Whether a scout was started (and its positions are there to use)."""
+        return self.s.pos != NULL
+
+    cdef int check(self, object bit, const int64_t[:] sizes) except -1:
+        # Its positions hold only for the spans and the generator state it started from.
+        if self.s.pos == NULL:
+            return 0
+        if bit.state != self.state or not np.array_equal(np.asarray(sizes), self.sizes_arr):
+            raise ValueError("the scout was started for other spans or another generator state")
+        return 0
+
+    def __dealloc__(self):
+        with nogil:
+            ss_scout_stop(&self.s)
+        ss_raw_close(&self.s.r)
+        free(self.s.pos)
+        self.s.pos = NULL
+
+
+cdef bint _scout_worth(object bit, const int64_t[:] sizes):
+    # As for the helper thread: enough raws to read (~0.7 a sample) and a second core.
+    cdef Py_ssize_t k
+    cdef int64_t samples = 0
+    for k in range(sizes.shape[0]):
+        samples += sizes[k]
+    return samples * 7 // 10 >= _helper_min_raws and _second_core()
+
+
 cdef inline Py_ssize_t _node_of(int64_t p, const int32_t[::1] table, int shift,
                                 const int64_t[:] node_starts, Py_ssize_t num_nodes) noexcept nogil:
-    # The last node starting at or before p: from the table (node * 2, + 1 if another node
+    # The last group starting at or before p: from the table (group * 2, + 1 if another group
     # starts inside the entry's places), then forward only there.
     cdef int32_t e = table[p >> shift]
     cdef Py_ssize_t lo = e >> 1
@@ -1500,20 +1807,21 @@ cdef inline Py_ssize_t _node_of(int64_t p, const int32_t[::1] table, int shift,
 
 
 def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[:] out):
-    """Group an epoch's places by canonical node, for ``shuffle_nodes(..., want, want_bounds,
+    """Group an epoch's places by span (or node), for ``shuffle_nodes(..., places, want_bounds,
     order)``; ``out[k]`` is set to ``-1`` where ``places[k]`` is negative (padding).
 
     Args:
         places (NDArray[np.int64]): Places of the epoch, or negative for none.
-        node_starts (NDArray[np.int64]): ``num_nodes + 1`` ascending first places of each node
-            (the last: the number of places in the epoch).
-        out (NDArray[np.int64]): As long as ``places``.
+        node_starts (NDArray[np.int64]): ``num_groups + 1`` ascending first places of each
+            span (or node; the last: the number of places in the epoch).
+        out (NDArray[np.int64]): As long as ``places`` (may be ``places`` itself).
 
     Returns:
-        Tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]: ``want`` (the
-            non-negative places, node by node, in their order within ``places``),
-            ``want_bounds`` (``num_nodes + 1`` offsets into ``want``) and ``order`` (the index
-            in ``places`` of each entry of ``want``).
+        Tuple[NDArray[np.int64], NDArray[np.int32] | NDArray[np.int64]]: ``want_bounds``
+            (``num_groups + 1`` offsets into ``order``) and ``order``: the indices in
+            ``places`` of its non-negative places, group by group, in their order within
+            ``places`` (int32 while ``places`` is shorter than ``2**31``: half the fresh memory,
+            each page of which costs a fault).
 
     Raises:
         ValueError: If a place is past the epoch, or the arguments do not match.
@@ -1533,13 +1841,13 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
             most = places[k]
     if most >= total:
         raise ValueError(f"place {most} is outside the epoch of {total}")
-    # Places switch node every few entries: a binary search per place mispredicts. A table of
-    # up to 2**16 entries gives the node at the start of each 2**shift places instead.
+    # Places switch group every few entries: a binary search per place mispredicts. A table of
+    # up to 2**16 entries gives the group at the start of each 2**shift places instead.
     cdef int shift = 0
     while total > 0 and (total - 1) >> shift >= (1 << 16):
         shift += 1
     if num_nodes >= (1 << 30):
-        raise ValueError(f"too many canonical nodes ({num_nodes})")
+        raise ValueError(f"too many groups ({num_nodes})")
     table_arr = np.empty(((total - 1) >> shift) + 1 if total > 0 else 1, np.int32)
     cdef int32_t[::1] table = table_arr
     lo = 0
@@ -1551,8 +1859,8 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
             table[k] += 1
     bounds_arr = np.zeros(num_nodes + 1, np.int64)
     cdef int64_t[::1] bounds = bounds_arr
-    # Places come in runs of one node (a lone canonical node's share is one run): a run's count
-    # and cursor stay in a register, not a store and reload of the node's entry per place.
+    # Places come in runs of one group (a lone canonical node's share is one run): a run's count
+    # and cursor stay in a register, not a store and reload of the group's entry per place.
     cdef Py_ssize_t cur = -1, run = 0
     with nogil:
         for k in range(n):
@@ -1572,10 +1880,11 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
         for k in range(num_nodes):
             bounds[k + 1] += bounds[k]
     valid = bounds[num_nodes]
-    want_arr = np.empty(valid, np.int64)
-    order_arr = np.empty(valid, np.int64)
-    cdef int64_t[::1] want = want_arr
-    cdef int64_t[::1] order = order_arr
+    order_arr = np.empty(valid, np.int32 if n < (1 << 31) else np.int64)
+    cdef int32_t[::1] order32 = order_arr if order_arr.dtype == np.int32 else None
+    cdef int64_t[::1] order64 = order_arr if order_arr.dtype == np.int64 else None
+    cdef int32_t *o32 = &order32[0] if order32 is not None and valid else NULL
+    cdef int64_t *o64 = &order64[0] if order64 is not None and valid else NULL
     cursor_arr = bounds_arr[:num_nodes].copy()
     cdef int64_t[::1] cursor = cursor_arr
     cdef int64_t d = 0
@@ -1590,7 +1899,10 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
                         cursor[cur] = d
                     cur = lo
                     d = cursor[cur]
-                want[d] = p
-                order[d] = k
+                if o32 != NULL:
+                    o32[d] = <int32_t>k
+                else:
+                    o64[d] = k
                 d += 1
-    return want_arr, bounds_arr, order_arr
+    return bounds_arr, order_arr
+

@@ -33,12 +33,20 @@ def shuffle_nodes(
     out: NDArray[np.int64],
     want: NDArray[np.int64] | None = ...,
     want_bounds: NDArray[np.int64] | None = ...,
-    order: NDArray[np.int64] | None = ...,
+    order: NDArray[np.int64] | NDArray[np.int32] | None = ...,
     exact: bool = ...,
     _mode: int = ...,
+    scout: Scout | None = ...,
 ) -> bool: ...
 def group_places(
     places: NDArray[np.int64],
     node_starts: NDArray[np.int64],
     out: NDArray[np.int64],
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]: ...
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | NDArray[np.int32]]: ...
+
+class Scout:
+    def __init__(self, rng: np.random.Generator, sizes: NDArray[np.int64], *,
+                 _limit: int = ..., _force: bool = ...) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def running(self) -> bool: ...

@@ -116,21 +116,27 @@ def worker_plan(
     nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
     batch_size = _batch_size(spec)
     units, small_per_big = _resample_spec(spec, epoch, None, True)
-    ids = worker_partition(
-        spec.partition_algo,
-        spec.epoch_size,
-        spec.num_canonical_nodes,
-        nodes,
-        ranks,
-        workers_per_rank,
-        batch_size,
-        sample_in_epoch,
-        spec.initial_physical_nodes,
-        node,
-        rank_of_node,
-        worker_of_rank,
-    )
-    if spec.shuffle:
+
+    def places() -> NDArray[np.int64]:
+        return worker_partition(
+            spec.partition_algo,
+            spec.epoch_size,
+            spec.num_canonical_nodes,
+            nodes,
+            ranks,
+            workers_per_rank,
+            batch_size,
+            sample_in_epoch,
+            spec.initial_physical_nodes,
+            node,
+            rank_of_node,
+            worker_of_rank,
+        )
+
+    if not spec.shuffle:
+        ids = places()
+    else:
+        # The places are computed while the shuffle's first draws are made (py1s).
         ids = shuffle_places(
             spec.shuffle_algo,
             units,
@@ -138,8 +144,8 @@ def worker_plan(
             spec.shuffle_seed,
             epoch,
             _block_size(spec),
-            ids,
-            overwrite=True,  # ids is ours (fresh from worker_partition)
+            places,
+            overwrite=True,  # the places are ours (fresh from worker_partition)
         )
     _plan.compose_ids(ids, None, small_per_big)
     return ids

@@ -286,7 +286,7 @@ def _py1e_nodes(
     out: NDArray[np.int64],
     want: NDArray[np.int64] | None = None,
     want_bounds: NDArray[np.int64] | None = None,
-    order: NDArray[np.int64] | None = None,
+    order: NDArray[np.int32] | NDArray[np.int64] | None = None,
     exact: bool = True,
 ) -> None:
     """The py1e spread of every node (see ``_shuffle.shuffle_nodes``), raising as the reference."""
@@ -332,7 +332,7 @@ def shuffle_places(
     seed: int,
     epoch: int,
     block_size: int,
-    places: NDArray[np.int64],
+    places: NDArray[np.int64] | Callable[[], NDArray[np.int64]],
     *,
     overwrite: bool = False,
 ) -> NDArray[np.int64]:
@@ -345,6 +345,10 @@ def shuffle_places(
     jumped over), and nodes after the last one needed are not drawn at all. A share of a quarter
     of the epoch or more, and other algorithms, build the whole shuffle and index it.
 
+    ``places`` may be given as a function computing them: for ``py1s`` it is called once a
+    scout (``_shuffle.Scout``) is reading the epoch's first draws on a second core, so the
+    places are computed meanwhile and the draws they do not need are jumped over.
+
     Args:
         algo (str): Which shuffling algorithm to use (``naive, py1br, py1e, py1s, py2s``).
         shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
@@ -352,7 +356,8 @@ def shuffle_places(
         seed (int): Base random seed, which is held constant over an entire training run.
         epoch (int): Current epoch.
         block_size (int): Unit of shuffle.
-        places (NDArray[np.int64]): Places of the shuffled epoch to look up, or ``-1``.
+        places (NDArray[np.int64] | Callable[[], NDArray[np.int64]]): Places of the shuffled
+            epoch to look up, or ``-1``; or a function returning them.
         overwrite (bool): The caller gives ``places`` away: it may be reused for the result
             (saves a copy of an epoch-sized array). Defaults to ``False``.
 
@@ -362,23 +367,33 @@ def shuffle_places(
     Raises:
         ValueError: If ``algo`` is unknown or a place is outside the epoch.
     """
+    scout, spans = None, None
+    if callable(places):
+        if algo == "py1s":
+            spans = _node_spans(shard_sizes, num_canonical_nodes, seed, epoch)
+            scout = _shuffle.Scout(spans[3], spans[1])
+        places = places()
     places = np.asarray(places, np.int64)
     # A share of a quarter of the epoch or more (a lone worker's is all of it) is cheaper to look
     # up in the whole shuffle than node by node; memory stays about one int64 array of the epoch.
     if algo not in ("py1s", "py1e") or 4 * len(places) >= int(np.sum(shard_sizes)):
+        if scout is not None:
+            scout.stop()
         full = get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)
         if len(places) == len(full) and _plan.is_arange(places):
             return full  # a lone worker's places are the epoch in order: nothing to look up
         out = places if overwrite and places.flags.writeable else places.copy()
         _plan.compose_ids(out, full, None)
         return out
-    begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
+    begins, span_sizes, node_spans, epoch_rng, num_samples = spans or _node_spans(
         shard_sizes, num_canonical_nodes, seed, epoch
     )
     bounds = _bounds(node_spans)
-    node_starts = np.concatenate([[0], np.cumsum(span_sizes)])[bounds]
+    span_starts = np.concatenate([[0], np.cumsum(span_sizes)])
     out = places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
-    want, want_bounds, order = _shuffle.group_places(places, node_starts, out)
+    # Grouped by span: py1s keeps a span's places as soon as it is shuffled. ``places`` stays
+    # the kernel's list of places even when it is ``out`` (each is read before it is replaced).
+    want_bounds, order = _shuffle.group_places(places, span_starts, out)
     # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
@@ -390,10 +405,11 @@ def shuffle_places(
             0,
             1,
             out,
-            want,
+            places,
             want_bounds,
             order,
             exact=False,
+            scout=scout,
         )
     else:
         _py1e_nodes(
@@ -404,7 +420,7 @@ def shuffle_places(
             num_canonical_nodes,
             block_size,
             out,
-            want,
+            places,
             want_bounds,
             order,
             exact=False,

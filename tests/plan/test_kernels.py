@@ -238,7 +238,8 @@ def test_shuffle_nodes_equals_twin(seed, node_sizes, algo, low, extra, pre, data
         else [],
         np.int64,
     )
-    starts = np.concatenate([[0], np.cumsum([sum(node) for node in node_sizes])])
+    # Grouped by span: places are sorted, so each span's are a slice.
+    starts = np.concatenate([[0], np.cumsum(sizes)])
     want_bounds = np.searchsorted(places, starts).astype(np.int64)
     want_bounds[-1] = len(places)
     picked = np.empty(len(places), np.int64)
@@ -353,7 +354,7 @@ def test_shuffle_nodes_rejects_bad_input():
         _shuffle.shuffle_nodes(
             rng, "py1s", one, three, np.array([0, 2]), 0, 1, np.empty(3, np.int64)
         )
-    with pytest.raises(ValueError, match="outside its node"):
+    with pytest.raises(ValueError, match="outside its span"):
         _shuffle.shuffle_nodes(
             rng,
             "py1s",
@@ -464,6 +465,7 @@ def test_wanted_places_skip_nodes_exactly(seed, node_sizes, algo, mode, low, pre
     _predraw([twin], pre)
     full, twin_warn = _twin_nodes(twin, algo, begins, node_sizes, low, low + 200)
     starts = np.concatenate([[0], np.cumsum([sum(node) for node in node_sizes])])
+    span_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     chosen = data.draw(st.lists(st.integers(0, len(node_sizes) - 1), max_size=3))
     places = [p for c in chosen for p in range(int(starts[c]), int(starts[c + 1]), 3)]
     places = np.array(data.draw(st.permutations(places)) if places else [], np.int64)
@@ -472,7 +474,7 @@ def test_wanted_places_skip_nodes_exactly(seed, node_sizes, algo, mode, low, pre
         rng = np.random.default_rng(seed)
         _predraw([rng], pre)
         out = np.full(len(places), 99, np.int64)
-        want, want_bounds, order = _shuffle.group_places(places, starts.astype(np.int64), out)
+        want_bounds, order = _shuffle.group_places(places, span_starts, out)
         warn = _shuffle.shuffle_nodes(
             rng,
             algo,
@@ -482,7 +484,7 @@ def test_wanted_places_skip_nodes_exactly(seed, node_sizes, algo, mode, low, pre
             low,
             low + 200,
             out,
-            want,
+            places,
             want_bounds,
             order,
             exact=exact,
@@ -532,9 +534,9 @@ def test_skipped_spans_read_the_words_of_drawn_ones(seed, spans, pre, mode):
     full = np.empty(int(sizes.sum()), np.int64)
     _shuffle.shuffle_nodes(drawn, "py1s", begins, sizes, bounds, 0, 1, full, _mode=2)
     out = np.empty(len(places), np.int64)
-    want, want_bounds, order = _shuffle.group_places(places, starts, out)
+    want_bounds, order = _shuffle.group_places(places, starts, out)
     _shuffle.shuffle_nodes(
-        skipped, "py1s", begins, sizes, bounds, 0, 1, out, want, want_bounds, order, _mode=mode
+        skipped, "py1s", begins, sizes, bounds, 0, 1, out, places, want_bounds, order, _mode=mode
     )
     assert np.array_equal(out, full[places])
     assert _same_state(skipped, drawn)
@@ -565,12 +567,12 @@ def test_group_places_equals_twin(node_lengths, data):
         np.int64,
     )
     out = np.zeros(len(places), np.int64)
-    want, want_bounds, order = _shuffle.group_places(places, starts, out)
+    want_bounds, order = _shuffle.group_places(places, starts, out)
     valid = np.flatnonzero(places >= 0)
     node = np.searchsorted(starts, places[valid], side="right") - 1
     twin_order = valid[np.argsort(node, kind="stable")]
+    assert order.dtype == np.int32  # fewer than 2**31 places
     assert np.array_equal(order, twin_order)
-    assert np.array_equal(want, places[twin_order])
     assert np.array_equal(
         want_bounds, np.searchsorted(np.sort(node), np.arange(len(starts)), "left")
     )
@@ -646,3 +648,76 @@ def test_py1e_large_node_sorts_in_two_threads_exactly(mode):
     expect, _ = _twin_nodes(twin, "py1e", begins, node_sizes, 100_000, 160_000)
     assert np.array_equal(out, expect)
     assert _same_state(rng, twin)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    spans=st.lists(st.tuples(_skip_span, st.booleans()), min_size=1, max_size=8),
+    nodes=st.integers(1, 3),
+    pre=st.integers(0, 3),
+    mode=st.sampled_from([2, 3]),
+    limit=st.integers(0, 8),
+    exact=st.booleans(),
+    alias=st.booleans(),
+    wide=st.booleans(),
+)
+def test_scouted_spans_equal_reading_them(seed, spans, nodes, pre, mode, limit, exact, alias, wide):
+    # A scout records where each span's words start; spans it passed are jumped to (wanted) or
+    # over (not), the rest read as before: same values, and (exact) the generator ends the same.
+    # Scouts stopped after any number of spans; out as the places themselves; int64 order.
+    sizes = np.array([size for size, _ in spans], np.int64)
+    begins = np.arange(len(spans), dtype=np.int64) * 40_000
+    bounds = np.unique(np.linspace(0, len(spans), nodes + 1).astype(np.int64))
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    places = [p for (size, w), s in zip(spans, starts) if w and size for p in (s + size - 1, s)]
+    places = np.array(places + [-1], np.int64)
+    drawn, ours = np.random.default_rng(seed), np.random.default_rng(seed)
+    _predraw([drawn, ours], pre)
+    full = np.empty(int(sizes.sum()), np.int64)
+    _shuffle.shuffle_nodes(drawn, "py1s", begins, sizes, bounds, 0, 1, full, _mode=2)
+    scout = _shuffle.Scout(ours, sizes, _limit=limit, _force=True)
+    assert scout.running
+    out = places.copy() if alias else np.empty(len(places), np.int64)
+    want = out if alias else places
+    want_bounds, order = _shuffle.group_places(want, starts, out)
+    if wide:
+        order = order.astype(np.int64)
+    _shuffle.shuffle_nodes(
+        ours,
+        "py1s",
+        begins,
+        sizes,
+        bounds,
+        0,
+        1,
+        out,
+        want,
+        want_bounds,
+        order,
+        exact=exact,
+        _mode=mode,
+        scout=scout,
+    )
+    expect = [int(full[p]) if p >= 0 else -1 for p in places]
+    assert out.tolist() == expect
+    if exact:
+        assert ours.bit_generator.state == drawn.bit_generator.state
+
+
+def test_scout_must_match_the_generator_and_spans():
+    rng = np.random.default_rng(3)
+    sizes = np.array([5000, 7000], np.int64)
+    scout = _shuffle.Scout(rng, sizes, _force=True)
+    rng.integers(0, 10)  # the generator moved on since the scout started
+    args = (np.zeros(2, np.int64), sizes, np.array([0, 2], np.int64), 0, 1)
+    out = np.array([3], np.int64)
+    with pytest.raises(ValueError, match="scout"):
+        _shuffle.shuffle_nodes(rng, "py1s", *args, out, out, np.array([0, 1, 1]), scout=scout)
+    assert scout.stop() <= 2
+
+
+def test_scout_is_not_started_for_other_generators_or_few_samples():
+    sizes = np.array([100], np.int64)
+    assert not _shuffle.Scout(np.random.Generator(np.random.MT19937(0)), sizes).running
+    assert not _shuffle.Scout(np.random.default_rng(0), sizes).running  # too few to pay
