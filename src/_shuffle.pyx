@@ -1603,7 +1603,7 @@ cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
     """py1s spans ``0 .. known`` whose words a scout found: the reader jumps to each wanted
     one and draws it, then to where span ``known`` starts. Returns -1 or the entry of the
     grouping whose place is outside its span."""
-    cdef Py_ssize_t k, e, i
+    cdef Py_ssize_t k, e
     cdef int64_t span_start = 0
     for k in range(known):
         if want_bounds[k + 1] > want_bounds[k]:
@@ -1612,10 +1612,8 @@ cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
             if e >= 0:
                 return e
             ss_raw_seek_span(r, &pos[k])
-            _draw_span(r, bg, begins[k], sizes[k], buf, j)
-            for e in range(want_bounds[k], want_bounds[k + 1]):
-                i = _at(o32, o64, e)
-                out[i] = buf[want[i] - span_start]
+            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                            want_bounds[k + 1], out, want, o32, o64, buf, j)
         span_start += sizes[k]
     ss_raw_seek_span(r, &pos[known])
     return -1
@@ -1633,6 +1631,18 @@ cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size
         ss_fisher_yates_i64(bg, dst, j, size)
 
 
+cdef inline void _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
+                                 Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
+                                 int64_t[:] out, const int64_t[:] want, const int32_t *o32,
+                                 const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
+    # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z) kept.
+    cdef Py_ssize_t i, e
+    _draw_span(r, bg, begin, size, buf, j)
+    for e in range(a, z):
+        i = _at(o32, o64, e)
+        out[i] = buf[want[i] - span_start]
+
+
 cdef void _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
                              const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
                              Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
@@ -1640,15 +1650,13 @@ cdef void _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
                              const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
     """py1s spans ``a .. z`` (first place ``span_start``), each shuffled in ``buf`` (one span)
     and its wanted places kept at once; a span nobody wants is only drawn past (reader)."""
-    cdef Py_ssize_t k, e, i
+    cdef Py_ssize_t k
     for k in range(a, z):
         if r != NULL and want_bounds[k + 1] == want_bounds[k]:
             ss_fisher_yates_skip(r, sizes[k])
         else:
-            _draw_span(r, bg, begins[k], sizes[k], buf, j)
-            for e in range(want_bounds[k], want_bounds[k + 1]):
-                i = _at(o32, o64, e)
-                out[i] = buf[want[i] - span_start]
+            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                            want_bounds[k + 1], out, want, o32, o64, buf, j)
         span_start += sizes[k]
 
 

@@ -28,7 +28,7 @@ __all__ = ["ALIGN", "SLOT_BYTES", "Ring", "ring_of"]
 _MINE: weakref.WeakValueDictionary[str, Ring] = weakref.WeakValueDictionary()
 ALIGN = 64  # arrays in a payload start at multiples of this (any dtype, SIMD loads)
 SLOT_BYTES = 1 << 16  # a payload takes whole slots: one chunk of small rows fits in one
-_COUNTERS = 64  # header: int64 [0] payloads put (statistics, for tests), then one byte per slot
+_COUNTERS = 64  # header: int64 [0] runs of slots taken (statistics, for tests), then a byte a slot
 
 
 class Ring:
@@ -85,7 +85,7 @@ class Ring:
 
     @property
     def puts(self) -> int:
-        """Payloads put into the ring so far (by any worker process using it)."""
+        """Runs of slots taken so far: payloads put and arrays made (by any worker using it)."""
         return int(self.counters[0])
 
     def take(self, nbytes: int) -> int | None:
@@ -108,6 +108,7 @@ class Ring:
             if first < 0:
                 return None
             self.used[first:first + need] = 1
+            self.counters[0] += 1
         return first * SLOT_BYTES
 
     def put(self, arrays: list[tuple[int, np.ndarray]], nbytes: int) -> int | None:
@@ -127,7 +128,6 @@ class Ring:
             return None
         for offset, array in arrays:
             self.data[start + offset:start + offset + array.nbytes] = array
-        self.counters[0] += 1
         return start
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
@@ -148,7 +148,6 @@ class Ring:
         start = self.take(nbytes)
         if start is None:
             return None
-        self.counters[0] += 1
         return self.data[start:start + nbytes].view(dtype).reshape(shape)
 
     def where(self, address: int, nbytes: int) -> int | None:

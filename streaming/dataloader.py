@@ -48,12 +48,9 @@ class StreamingDataLoader(DataLoader):
         Raises:
             ValueError: The batch is an empty mapping.
         """
-        if type(batch) is dict:  # (the common case, without isinstance's ABC checks)
-            for value in batch.values():
-                return len(value)
-            raise ValueError("Batch is empty")
-        # Mappings include transformers' BatchEncoding/BatchFeature (UserDicts).
-        if isinstance(batch, Mapping):
+        # Mappings include transformers' BatchEncoding/BatchFeature (UserDicts); a dict is
+        # told first without isinstance's ABC checks.
+        if type(batch) is dict or isinstance(batch, Mapping):
             for value in batch.values():
                 return len(value)
             raise ValueError("Batch is empty")
@@ -140,7 +137,7 @@ class StreamingDataLoader(DataLoader):
 
     def _iter_in_process(self) -> Iterator[Any]:
         """Batch the dataset's samples as torch's single-process loader does (same batches, same
-        end of epoch, same ``drop_last``), collating each with :func:`streaming.collate.collated_batches`."""
+        end of epoch, same ``drop_last``; see :func:`streaming.collate.collated_batches`)."""
         # Torch builds its iterator as usual (its checks, warnings and base-seed draw from the
         # loader's generator happen just the same) but never starts it; its unstarted
         # iteration of the dataset is a generator that does nothing.

@@ -6,9 +6,10 @@ it through a new shared-memory file whose descriptor the main process fetches ov
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
 chunks of up to :data:`MOST_BATCHES` batches; tensor bytes go through the worker's ring of
 shared memory (:mod:`streaming.batch_ring`), or in the message when it is full; the main
-process hands out tensors viewing the ring (the bytes are not copied again), and takes the workers' batches in turn, one each, as torch's loader yields them (round
-robin, a worker dropping out when its samples end), so the batches and their order are
-torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
+process hands out tensors viewing the ring (the bytes are not copied again) and takes the
+workers' batches in turn, one each, as torch's loader yields them (round robin, a worker
+dropping out when its samples end), so the batches and their order are torch's. Torch's own
+worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
 persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`.
 """
 
@@ -45,11 +46,12 @@ PIPE_BYTES = 1 << 20
 class Chunk:
     """Consecutive batches of one worker.
 
-    Pickled, the bytes of its plain CPU tensors go into the worker's ring if they fit (else
-    into the message, as one payload, or for big batches as torch pickles tensors). Unpickled, they are tensors viewing the ring (the ring
-    reuses a batch's bytes once none of its tensors, or views of them, is left) or new tensors
-    of the message's bytes: no shared memory is made or fetched per tensor, as torch's
-    pickling of tensors does.
+    Pickled, its batches' big arrays were made in the worker's ring already; the bytes of its
+    other plain CPU tensors go into the ring if they fit (else into the message, as one
+    payload, or for tensors over :data:`IN_MESSAGE_BYTES` as torch pickles tensors).
+    Unpickled, they are tensors viewing the ring (its slots free again once none of them, or
+    views of them, is left) or new tensors of the message's bytes: no shared memory is made or
+    fetched per tensor, as torch's pickling of tensors does.
 
     Args:
         worker (int): The worker's id.
@@ -153,8 +155,8 @@ def _plain(data: Any) -> np.ndarray | None:
 
 def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
           offset: list[int], keep_over: int | None = None) -> Any:
-    """``batch`` with each plain CPU tensor replaced by its slot (:class:`_SlotMark`): those made in
-    ``ring`` (:meth:`~streaming.batch_ring.Ring.array`) stay where they are; the others are
+    """``batch`` with each plain CPU tensor replaced by its slot (:class:`_SlotMark`): those
+    made in ``ring`` (:meth:`~streaming.batch_ring.Ring.array`) stay where they are; the others are
     moved to ``arrays`` (their offset in the payload, a multiple of
     :data:`~streaming.batch_ring.ALIGN`, and their bytes; ``offset``: the payload's length so
     far, updated), but for those of more than ``keep_over`` bytes, left as they are.
@@ -177,8 +179,8 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
 
 
 def _unpack(batch: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool) -> Any:
-    """Undo :func:`_pack`: each slot (:class:`_SlotMark`) becomes a tensor of its bytes: in the ring
-    (viewed, see :meth:`~streaming.batch_ring.Ring.lend`), or in ``payload`` (viewed if
+    """Undo :func:`_pack`: each slot (:class:`_SlotMark`) becomes a tensor of its bytes: in the
+    ring (viewed, see :meth:`~streaming.batch_ring.Ring.lend`), or in ``payload`` (viewed if
     ``lent``, else copied)."""
     def build(data: Any) -> Any:
         if not _slot(data):

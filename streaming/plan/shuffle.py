@@ -371,7 +371,8 @@ def shuffle_places(
     if callable(places):
         if algo == "py1s":
             spans = _node_spans(shard_sizes, num_canonical_nodes, seed, epoch)
-            scout = _shuffle.Scout(spans[3], spans[1])
+            _, span_sizes, _, epoch_rng, _ = spans
+            scout = _shuffle.Scout(epoch_rng, span_sizes)
         places = places()
     places = np.asarray(places, np.int64)
     # A share of a quarter of the epoch or more (a lone worker's is all of it) is cheaper to look

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+from itertools import islice
 from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
@@ -272,7 +273,7 @@ def test_ring_tensors_view_the_ring_until_unused(token_dataset, small_rings) -> 
     assert torch.equal(part, want[2:4])  # its bytes were not reused meanwhile
     assert in_ring > 10  # slots were reused while one stayed held
     rings = loader._chunk_loader.dataset.rings
-    assert all(ring.used.any() for ring in rings[:1])
+    assert rings[0].used.any()  # the first worker's first batch is still viewed (by part)
     del part, batch
     assert not any(ring.used.any() for ring in rings)
 
@@ -289,15 +290,15 @@ def test_small_rings_reuse_slots_and_equal_torch_loader(token_dataset, small_rin
 
 def test_batches_made_in_the_ring_and_freed_when_an_epoch_is_abandoned(token_dataset,
                                                                         small_rings) -> None:
+    # Rows of 8 x 16 int32 fill half a slot: stacked straight into the ring. Whether a worker
+    # holds a batch made ahead when the epoch is dropped depends on timing (the deterministic
+    # case is test_a_closed_worker_loop_frees_the_batch_it_did_not_send); every slot must be
+    # free in the end either way.
     fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
-    for n, batch in enumerate(fast):
-        if n == 0:  # rows of 8 x 16 int32 fill half a slot: stacked straight into the ring
-            rings = fast._chunk_loader.dataset.rings
-            assert any(ring.where(batch["tokens"].data_ptr(), 512) is not None
-                       for ring in rings)
-        if n == 4:
-            break
-    del batch
+    held = list(islice(fast, 5))
+    rings = fast._chunk_loader.dataset.rings
+    assert any(ring.used.any() for ring in rings)  # (the batches in hand hold slots)
+    del held
     for n, _ in enumerate(slow):
         if n == 4:
             break
