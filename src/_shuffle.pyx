@@ -1914,3 +1914,810 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
                 d += 1
     return bounds_arr, order_arr
 
+
+
+# ---- Worker views of py1br and py2s, and naive's permutation (new kernels) ----
+cdef extern from *:
+    """
+    /* A draw source: the reader r (PCG64 raws; bg is then a bitgen_t over it) or bg itself. */
+    static inline void ss_v_fy(ss_raw *r, bitgen_t *bg, int64_t *x, uint32_t *j, int64_t n) {
+        if (r != NULL) ss_fisher_yates_raw(r, x, j, n); else ss_fisher_yates_i64(bg, x, j, n);
+    }
+    /* Fisher-Yates's draws for n samples, made and dropped: only counted from a reader; from a
+       bit generator they are drawn on scratch (n entries, its values meaningless). */
+    static inline void ss_v_skip(ss_raw *r, bitgen_t *bg, int64_t *scratch, uint32_t *j,
+                                 int64_t n) {
+        if (r != NULL) ss_fisher_yates_skip(r, n); else ss_fisher_yates_i64(bg, scratch, j, n);
+    }
+    static inline int64_t ss_v_integer(bitgen_t *bg, int64_t low, int64_t high) {
+        uint64_t v;
+        random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &v);
+        return (int64_t)v;
+    }
+    static inline int64_t ss_v_at(const int32_t *o32, const int64_t *o64, int64_t e) {
+        return o32 != NULL ? (int64_t)o32[e] : (o64 != NULL ? o64[e] : e);
+    }
+    /* The last of m ascending (ties allowed) starts at or before p: starts[0] <= p. */
+    static inline int64_t ss_v_seg(const int64_t *starts, int64_t m, int64_t p) {
+        int64_t lo = 0, hi = m;  /* starts[lo] <= p < starts[hi] (starts[m] = +inf) */
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (starts[mid] <= p) lo = mid; else hi = mid;
+        }
+        return lo;
+    }
+    /* Group entries [ea, ez) of a grouping (places want[at(e)], each in [lo, hi)) by segment (the
+       last of the m segment starts at or before it): segment k's entries are
+       ents[cnt[k] .. cnt[k+1]). seg holds ez - ea scratch. Returns -1, or an entry whose place is
+       outside [lo, hi). */
+    static int64_t ss_v_bucket(const int64_t *want, const int32_t *o32, const int64_t *o64,
+                               int64_t ea, int64_t ez, int64_t lo, int64_t hi,
+                               const int64_t *starts, int64_t m, int64_t *cnt, int64_t *seg,
+                               int64_t *ents) {
+        int64_t e, k;
+        memset(cnt, 0, (size_t)(m + 1) * sizeof(int64_t));
+        for (e = ea; e < ez; e++) {
+            int64_t p = want[ss_v_at(o32, o64, e)];
+            if (p < lo || p >= hi) return e;
+            k = ss_v_seg(starts, m, p);
+            seg[e - ea] = k;
+            cnt[k + 1]++;
+        }
+        for (k = 0; k < m; k++) cnt[k + 1] += cnt[k];
+        for (e = ea; e < ez; e++) ents[cnt[seg[e - ea]]++] = e;
+        for (k = m; k > 0; k--) cnt[k] = cnt[k - 1];
+        cnt[0] = 0;
+        return -1;
+    }
+    /* The ids at places [p0, p1) of spans a .. z laid out in order (span k: begins[k] ..,
+       its first place starts[k]; starts[z] ends them). */
+    static void ss_v_layout(const int64_t *begins, const int64_t *starts, int64_t a, int64_t z,
+                            int64_t p0, int64_t p1, int64_t *dst) {
+        int64_t k = a + ss_v_seg(starts + a, z - a, p0), p = p0;
+        while (p < p1 && k < z) {
+            int64_t stop = starts[k + 1] < p1 ? starts[k + 1] : p1, b = begins[k] - starts[k];
+            for (; p < stop; p++) *dst++ = b + p;
+            k++;
+        }
+    }
+
+    /* ---- py1br: per node, block sizes drawn, then each (staggered) block shuffled ----
+       Blocks ascend by start (ties: several clipped at the node's start) and by end, each
+       starting at or before the last's end; only the first few overlap (those clipped at the
+       start), so a place's value is the last block covering it (the layout's past the last
+       block's end: ends advance by lengths, overlaps included, so a node's tail may be left), and a block's samples before its shuffle are those of the
+       last drawn block overlapping it (which covers every earlier overlap) and the layout. With
+       places wanted, a block with none of them, and that no later needed block overlaps, is
+       only drawn past; nodes after last are not drawn (unless exact). Returns -1, -2 (out of
+       memory) or an entry whose place is outside the epoch. */
+    typedef struct {
+        int64_t *a, *b;          /* two blocks' scratch (high entries each) */
+        uint32_t *j;             /* Fisher-Yates draws (high entries) */
+        int64_t *blocks;         /* 2 * cap: start, stop */
+        int64_t cap;
+        int64_t *bstarts;        /* cap + 1: the blocks' starts, then the last's end */
+        int64_t *cnt;            /* cap + 2 */
+        char *need;              /* cap */
+        int64_t *seg, *ents;     /* a node's wanted entries */
+    } ss_br_space;
+    static int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins,
+                                const int64_t *starts, const int64_t *node_spans, int64_t nodes,
+                                const int64_t *stagger, int64_t low, int64_t high, int64_t *out,
+                                const int64_t *want, const int64_t *want_bounds,
+                                const int32_t *o32, const int64_t *o64, int64_t last, int exact,
+                                ss_br_space *s) {
+        int64_t c, k, e, nb;
+        for (c = 0; c < nodes; c++) {
+            if (c > last && !exact) break;
+            int64_t a = node_spans[c], z = node_spans[c + 1];
+            int64_t start = starts[a], stop = starts[z], st = stagger[c], end = start;
+            int64_t *bl = s->blocks;
+            nb = 0;
+            while (end < stop && nb < s->cap) {
+                int64_t size = ss_v_integer(bg, low, high);
+                int64_t b0 = end - st > start ? end - st : start;
+                int64_t b1 = end + size - st < stop ? end + size - st : stop;
+                bl[2 * nb] = b0; bl[2 * nb + 1] = b1;
+                nb++;
+                end += b1 - b0;
+            }
+            if (want == NULL) {
+                ss_v_layout(begins, starts, a, z, start, stop, out + start);
+                for (k = 0; k < nb; k++)
+                    ss_v_fy(r, bg, out + bl[2 * k], s->j, bl[2 * k + 1] - bl[2 * k]);
+                continue;
+            }
+            int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
+            if (ea == ez) {
+                for (k = 0; k < nb; k++) ss_v_skip(r, bg, s->a, s->j, bl[2 * k + 1] - bl[2 * k]);
+                continue;
+            }
+            /* Segment nb: the places past the last block's end, which no block reaches (the
+               ends advance by the blocks' lengths, overlaps included: the node's tail may keep
+               its layout). */
+            for (k = 0; k < nb; k++) s->bstarts[k] = bl[2 * k];
+            s->bstarts[nb] = nb ? bl[2 * nb - 1] : start;
+            e = ss_v_bucket(want, o32, o64, ea, ez, start, stop, s->bstarts, nb + 1, s->cnt,
+                            s->seg, s->ents);
+            if (e >= 0) return e;
+            for (e = s->cnt[nb]; e < s->cnt[nb + 1]; e++) {
+                int64_t i = ss_v_at(o32, o64, s->ents[e]);
+                ss_v_layout(begins, starts, a, z, want[i], want[i] + 1, &out[i]);
+            }
+            int64_t minstart = INT64_MAX;
+            for (k = nb - 1; k >= 0; k--) {
+                s->need[k] = s->cnt[k + 1] > s->cnt[k] || minstart < bl[2 * k + 1];
+                if (s->need[k] && bl[2 * k] < minstart) minstart = bl[2 * k];
+            }
+            int64_t *cur = s->a, *nxt = s->b, cs = 0, ce = 0;
+            for (k = 0; k < nb; k++) {
+                int64_t b0 = bl[2 * k], b1 = bl[2 * k + 1], len = b1 - b0;
+                if (!s->need[k]) { ss_v_skip(r, bg, nxt, s->j, len); continue; }
+                int64_t from = b0;
+                if (ce > b0 && cs <= b0) {
+                    int64_t keep = (ce < b1 ? ce : b1) - b0;
+                    memcpy(nxt, cur + (b0 - cs), (size_t)keep * sizeof(int64_t));
+                    from = b0 + keep;
+                }
+                if (from < b1) ss_v_layout(begins, starts, a, z, from, b1, nxt + (from - b0));
+                ss_v_fy(r, bg, nxt, s->j, len);
+                for (e = s->cnt[k]; e < s->cnt[k + 1]; e++) {
+                    int64_t i = ss_v_at(o32, o64, s->ents[e]);
+                    out[i] = nxt[want[i] - b0];
+                }
+                int64_t *t = cur; cur = nxt; nxt = t;
+                cs = b0; ce = b1;
+            }
+        }
+        return -1;
+    }
+
+    /* ---- py2s: a fixed layout (shards in run order, each shuffled by the run's generator),
+       cut into pieces at node boundaries; per node the epoch's generator orders its pieces,
+       then shuffles each ----
+       fr/fbg draw the layout, er/ebg the epoch. Node c is places [L0, L1) of the layout as of
+       the epoch; the layout's values there are kept in fx (places [fxa, fxb), at most a node
+       and a shard). A shard overlapping no node with wanted places is only drawn past, as is a
+       piece without them; nothing past the last node needed is drawn unless exact (then both
+       generators end where NumPy's calls leave them). Returns -1, -2 or a bad entry. */
+    typedef struct {
+        int64_t *fx;             /* layout values: largest node + largest shard */
+        int64_t *buf;            /* a piece (largest piece), or scratch for generic skips */
+        uint32_t *j;             /* draws: largest shard, piece or piece count */
+        int64_t *perm;           /* a node's piece order (largest piece count) */
+        int64_t *pstarts;        /* its pieces' first places, in that order (+ 1) */
+        int64_t *cnt, *seg, *ents;
+    } ss_2s_space;
+    static int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
+                               const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
+                               const int64_t *pstart, const int64_t *psize,
+                               const int64_t *node_pieces, int64_t nodes, int64_t *out,
+                               const int64_t *want, const int64_t *want_bounds,
+                               const int32_t *o32, const int64_t *o64, int64_t last, int exact,
+                               ss_2s_space *s) {
+        int64_t c, k, q, e, fs = 0, fpos = 0, fxa = 0, fxb = 0;
+        for (c = 0; c < nodes; c++) {
+            if (c > last && !exact) break;
+            int64_t pa = node_pieces[c], pz = node_pieces[c + 1], m = pz - pa;
+            if (pa == pz) continue;  /* no samples, no draws (one piece would draw none) */
+            int64_t L0 = pstart[pa], L1 = pstart[pz - 1] + psize[pz - 1];
+            int wanted = want == NULL || want_bounds[c + 1] > want_bounds[c];
+            /* The layout's values for [L0, L1): drop those before L0, draw shards up to L1. */
+            if (L0 > fxa) {
+                if (fxb > L0) memmove(s->fx, s->fx + (L0 - fxa), (size_t)(fxb - L0) * sizeof(int64_t));
+                fxa = L0;
+                if (fxb < L0) fxb = L0;
+            }
+            while (fs < nshards && fpos < L1) {
+                int64_t n = ssizes[fs], le = fpos + n, d = c;
+                /* Needed if a node it overlaps (c .. the one holding le - 1) has wanted places. */
+                int need = want == NULL;
+                /* (Nodes without pieces hold no places; they may lie inside the shard.) */
+                for (; !need && d < nodes; d++) {
+                    if (d > c && node_pieces[d] < node_pieces[d + 1] &&
+                        pstart[node_pieces[d]] >= le)
+                        break;
+                    need = want_bounds[d + 1] > want_bounds[d];
+                }
+                if (need) {
+                    int64_t *dst = s->fx + (fpos - fxa), b = sbegins[fs];
+                    for (k = 0; k < n; k++) dst[k] = b + k;
+                    ss_v_fy(fr, fbg, dst, s->j, n);
+                } else {
+                    ss_v_skip(fr, fbg, s->fx + (fpos - fxa), s->j, n);
+                }
+                fpos = le; fxb = le; fs++;
+            }
+            /* The epoch: piece order, then each piece. */
+            for (q = 0; q < m; q++) s->perm[q] = q;
+            if (m > 1) ss_v_fy(er, ebg, s->perm, s->j, m);
+            int64_t off = L0;
+            for (q = 0; q < m; q++) { s->pstarts[q] = off; off += psize[pa + s->perm[q]]; }
+            s->pstarts[m] = off;
+            if (want == NULL) {
+                for (q = 0; q < m; q++) {
+                    int64_t p = pa + s->perm[q], n = psize[p];
+                    int64_t *dst = out + s->pstarts[q];
+                    memcpy(dst, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
+                    ss_v_fy(er, ebg, dst, s->j, n);
+                }
+                continue;
+            }
+            int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
+            if (!wanted) {
+                for (q = 0; q < m; q++) ss_v_skip(er, ebg, s->buf, s->j, psize[pa + s->perm[q]]);
+                continue;
+            }
+            e = ss_v_bucket(want, o32, o64, ea, ez, L0, L1, s->pstarts, m, s->cnt, s->seg,
+                            s->ents);
+            if (e >= 0) return e;
+            for (q = 0; q < m; q++) {
+                int64_t p = pa + s->perm[q], n = psize[p];
+                if (s->cnt[q + 1] == s->cnt[q]) { ss_v_skip(er, ebg, s->buf, s->j, n); continue; }
+                memcpy(s->buf, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
+                ss_v_fy(er, ebg, s->buf, s->j, n);
+                int64_t base = s->pstarts[q];
+                for (e = s->cnt[q]; e < s->cnt[q + 1]; e++) {
+                    int64_t i = ss_v_at(o32, o64, s->ents[e]);
+                    out[i] = s->buf[want[i] - base];
+                }
+            }
+        }
+        if (exact) {
+            /* The layout's shards after the last node (empty ones: no draws), as NumPy makes. */
+            for (; fs < nshards; fs++) ss_v_skip(fr, fbg, s->fx, s->j, ssizes[fs]);
+        }
+        return -1;
+    }
+    """
+    ctypedef struct ss_br_space:
+        int64_t *a
+        int64_t *b
+        uint32_t *j
+        int64_t *blocks
+        int64_t cap
+        int64_t *bstarts
+        int64_t *cnt
+        char *need
+        int64_t *seg
+        int64_t *ents
+    int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins, const int64_t *starts,
+                         const int64_t *node_spans, int64_t nodes, const int64_t *stagger,
+                         int64_t low, int64_t high, int64_t *out, const int64_t *want,
+                         const int64_t *want_bounds, const int32_t *o32, const int64_t *o64,
+                         int64_t last, int exact, ss_br_space *s) nogil
+    ctypedef struct ss_2s_space:
+        int64_t *fx
+        int64_t *buf
+        uint32_t *j
+        int64_t *perm
+        int64_t *pstarts
+        int64_t *cnt
+        int64_t *seg
+        int64_t *ents
+    int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
+                        const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
+                        const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
+                        int64_t nodes, int64_t *out, const int64_t *want,
+                        const int64_t *want_bounds, const int32_t *o32, const int64_t *o64,
+                        int64_t last, int exact, ss_2s_space *s) nogil
+
+
+cdef int _check_want(object want, object want_bounds, object order, Py_ssize_t groups,
+                     Py_ssize_t out_len, Py_ssize_t total, tuple views) except -1:
+    """Check a grouping of wanted places (``group_places``' output over ``groups`` groups), or,
+    without ``want``, that ``out`` holds the whole epoch. ``views`` receives the order views."""
+    cdef const int64_t[:] wb
+    cdef Py_ssize_t k, n, grouped
+    if want is None:
+        if out_len != total:
+            raise ValueError(f"the epoch holds {total} samples but the output holds {out_len}")
+        return 0
+    if want_bounds is None or len(want_bounds) != groups + 1:
+        raise ValueError(f"want_bounds must have {groups + 1} entries")
+    wb = want_bounds
+    grouped = len(want)
+    if order is not None:
+        o32, o64, grouped = _order_view(order)
+        views[0].append(o32)
+        views[0].append(o64)
+        if len(want) != out_len:
+            raise ValueError("with order, want and out must be as long")
+        arr = o32 if o32 is not None else o64
+        if grouped and (arr.min() < 0 or arr.max() >= out_len):
+            raise ValueError("an order entry is outside out")
+    elif out_len != len(want):
+        raise ValueError("out must hold one value per wanted place")
+    if wb[0] != 0 or wb[groups] != grouped:
+        raise ValueError("want_bounds must run from 0 to the number of grouped places")
+    for k in range(groups):
+        if wb[k + 1] < wb[k]:
+            raise ValueError("want_bounds must ascend")
+    return 0
+
+
+cdef Py_ssize_t _last_wanted(object want, const int64_t[:] want_bounds, Py_ssize_t groups):
+    cdef Py_ssize_t c
+    if want is None:
+        return groups - 1
+    for c in range(groups - 1, -1, -1):
+        if want_bounds[c + 1] > want_bounds[c]:
+            return c
+    return -1
+
+
+cdef class _Reader:
+    """A raw reader (``ss_raw``) over a copy of a PCG64 generator, or nothing (``r`` NULL: draws
+    go to the generator's own ``bitgen_t``). ``close`` advances the generator to where NumPy's
+    calls would have left it."""
+
+    cdef ss_raw r
+    cdef bitgen_t rbg
+    cdef bitgen_t *bg
+    cdef bint raw, opened
+    cdef object bit, copy
+
+    def __cinit__(self):
+        memset(&self.r, 0, sizeof(self.r))
+
+    cdef int open(self, object rng, int mode, Py_ssize_t largest) except -1:
+        self.bit = _bit_generator(rng)
+        self.raw = _raw_mode(self.bit, mode, largest)
+        self.bg = _bitgen(self.bit)
+        if self.raw:
+            self.copy = _copy_of(self.bit)
+            _raw_open(&self.r, self.bit, self.copy)
+            self.opened = True
+            self.r.jump = _jump
+            self.r.jump_ctx = <void *>self.copy
+            ss_raw_bitgen(&self.r, &self.rbg)
+            self.bg = &self.rbg
+        return 0
+
+    cdef ss_raw *reader(self) noexcept nogil:
+        return &self.r if self.raw else NULL
+
+    cdef int close(self) except -1:
+        if self.opened:
+            self.opened = False
+            ss_raw_close(&self.r)
+            _raw_finish(&self.r, self.bit)
+        return 0
+
+    def __dealloc__(self):
+        if self.opened:
+            ss_raw_close(&self.r)
+
+
+cdef int64_t _no_place = -1
+
+
+cdef inline int64_t *_ptr64(const int64_t[::1] a) noexcept nogil:
+    # An empty list of wanted places is not no list (the whole epoch): a pointer to nothing.
+    if a is None:
+        return NULL
+    return <int64_t *>&a[0] if a.shape[0] else &_no_place
+
+
+def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t high,
+                 int64_t[::1] out, want=None, want_bounds=None, order=None, bint exact=True,
+                 int _mode=0):
+    """py1br's shuffle of an epoch after the span reorder and the stagger draw, whole or at
+    some places only.
+
+    Per node (spans ``node_spans[c] .. node_spans[c+1]``, laid out in order): block sizes
+    ``rng.integers(low, high)`` until the node is covered, then ``rng.shuffle`` of each staggered
+    block in order, as ``get_shuffle_py1br``. Without ``want``, ``out`` receives the epoch. With
+    ``want`` (places grouped by node, see ``group_places``: ``want_bounds`` has ``num_nodes + 1``
+    entries), ``out`` receives the values at those places (``order``: as ``shuffle_nodes``); a
+    block with none of them is only drawn past (with NumPy's PCG64: its words counted, not
+    kept), a node with none has its blocks drawn past, and with ``exact=False`` nodes after the
+    last wanted place are not drawn (``rng`` is then left elsewhere). Memory: two blocks.
+
+    Args:
+        rng (numpy.random.Generator): Generator after the stagger draw (it advances).
+        begins (NDArray[np.int64]): First sample id of each span, in final order.
+        sizes (NDArray[np.int64]): Size of each span.
+        node_spans (NDArray[np.int64]): ``num_nodes + 1`` ascending span indices.
+        stagger (NDArray[np.int64]): Per node, in ``[0, low)``.
+        low (int): Smallest block size (inclusive), positive.
+        high (int): Largest block size (exclusive), above ``low``.
+        out (NDArray[np.int64]): The epoch, or the values at the wanted places.
+        want, want_bounds, order: The wanted places, grouped by node (optional).
+        exact (bool): Leave ``rng`` where NumPy's calls would. Defaults to ``True``.
+        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+    """
+    cdef const int64_t[::1] b = np.ascontiguousarray(begins, np.int64)
+    cdef const int64_t[::1] sz = np.ascontiguousarray(sizes, np.int64)
+    cdef const int64_t[::1] ns = np.ascontiguousarray(node_spans, np.int64)
+    cdef const int64_t[::1] sg = np.ascontiguousarray(stagger, np.int64)
+    if b.shape[0] != sz.shape[0]:
+        raise ValueError("begins and sizes differ in length")
+    cdef Py_ssize_t nodes = ns.shape[0] - 1, nspans = sz.shape[0], c, k
+    if nodes < 0 or ns[0] != 0 or ns[nodes] != nspans:
+        raise ValueError("node_spans must run from 0 to the number of spans")
+    if not 0 < low < high:
+        raise ValueError(f"bad block size range [{low}, {high})")
+    if sg.shape[0] < nodes:
+        raise ValueError("node_bounds/stagger do not match")
+    for c in range(nodes):
+        if ns[c + 1] < ns[c]:
+            raise ValueError("node_spans must ascend")
+        if not 0 <= sg[c] < low:
+            raise ValueError("stagger must lie in [0, low)")
+    total = _sum_spans(sz)
+    starts_arr = np.zeros(nspans + 1, np.int64)
+    np.cumsum(sz, out=starts_arr[1:])
+    cdef const int64_t[::1] starts = starts_arr
+    cdef int64_t largest = 0, n, cap = 2
+    for c in range(nodes):
+        n = starts[ns[c + 1]] - starts[ns[c]]
+        largest = n if n > largest else largest
+        cap = n // low + 66 if n // low + 66 > cap else cap
+    views = ([],)
+    _check_want(want, want_bounds, order, nodes, out.shape[0], total, views)
+    cdef const int64_t[::1] w = None
+    cdef const int64_t[::1] wb = None
+    cdef const int32_t *o32 = NULL
+    cdef const int64_t *o64 = NULL
+    cdef const int32_t[::1] v32
+    cdef const int64_t[::1] v64
+    cdef int64_t most = 0
+    if want is not None:
+        w = np.ascontiguousarray(want, np.int64) if not isinstance(want, np.ndarray) or \
+            want.dtype != np.int64 or not want.flags.c_contiguous else want
+        wb = np.ascontiguousarray(want_bounds, np.int64)
+        if views[0]:
+            if views[0][0] is not None and len(views[0][0]):
+                v32 = views[0][0]
+                o32 = &v32[0]
+            elif views[0][1] is not None and len(views[0][1]):
+                v64 = views[0][1]
+                o64 = &v64[0]
+        for c in range(nodes):
+            most = wb[c + 1] - wb[c] if wb[c + 1] - wb[c] > most else most
+    cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
+    cdef int64_t room = high if high < largest else largest
+    cdef ss_br_space s
+    memset(&s, 0, sizeof(s))
+    cdef _Reader rd = _Reader()
+    cdef int64_t bad = -1
+    bit = _bit_generator(rng)
+    try:
+        s.a = <int64_t *>ss_alloc((room + 1) * sizeof(int64_t))
+        s.b = <int64_t *>ss_alloc((room + 1) * sizeof(int64_t))
+        s.blocks = <int64_t *>malloc(2 * cap * sizeof(int64_t))
+        s.bstarts = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
+        s.cnt = <int64_t *>malloc((cap + 2) * sizeof(int64_t))
+        s.need = <char *>malloc(cap)
+        s.seg = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        s.ents = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        s.cap = cap
+        if (s.a == NULL or s.b == NULL or s.blocks == NULL or s.bstarts == NULL
+                or s.cnt == NULL or s.need == NULL or s.seg == NULL or s.ents == NULL):
+            raise MemoryError()
+        s.j = _draw_space(room)
+        with bit.lock:
+            rd.open(rng, _mode, room)
+            try:
+                with nogil:
+                    bad = ss_py1br_run(rd.reader(), rd.bg, &b[0] if nspans else NULL, &starts[0],
+                                       &ns[0], nodes, &sg[0] if nodes else NULL, low, high,
+                                       &out[0] if out.shape[0] else NULL, _ptr64(w),
+                                       _ptr64(wb), o32, o64, last, exact, &s)
+            finally:
+                rd.close()
+    finally:
+        free(s.a); free(s.b); free(s.blocks); free(s.bstarts); free(s.cnt); free(s.need)
+        free(s.seg); free(s.ents); free(s.j)
+    if bad >= 0:
+        raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
+
+
+def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, piece_sizes,
+                node_pieces, int64_t[::1] out, want=None, want_bounds=None, order=None,
+                bint exact=True, int _mode=0):
+    """py2s's shuffle of an epoch after the run's shard reorder, whole or at some places only.
+
+    The layout is the shards in run order (``shard_begins``/``shard_sizes``), each shuffled by
+    ``fixed_rng`` in that order; it is cut into pieces (``piece_starts``/``piece_sizes``: offsets
+    into it, consecutive, each inside one shard), node ``c`` holding pieces ``node_pieces[c] ..
+    node_pieces[c+1]``. Per node ``epoch_rng`` shuffles the order of its pieces (as
+    ``rng.shuffle(np.arange(m))`` when ``m > 1``), then each piece in that order, as
+    ``get_shuffle_py2s``. Without ``want`` ``out`` receives the epoch; with ``want`` (grouped by
+    node) the values at those places: shards overlapping no node with wanted places and pieces
+    without them are only drawn past, and with ``exact=False`` nothing after the last node
+    wanted is drawn (both generators are then left elsewhere). Memory: a node and a shard.
+
+    Args:
+        fixed_rng (numpy.random.Generator): The run's generator after the shard reorder.
+        epoch_rng (numpy.random.Generator): The epoch's generator.
+        shard_begins, shard_sizes (NDArray[np.int64]): The shards, in run order.
+        piece_starts, piece_sizes (NDArray[np.int64]): The pieces, in layout order.
+        node_pieces (NDArray[np.int64]): ``num_nodes + 1`` ascending piece indices.
+        out (NDArray[np.int64]): The epoch, or the values at the wanted places.
+        want, want_bounds, order: The wanted places, grouped by node (optional).
+        exact (bool): Leave both generators where NumPy's calls would. Defaults to ``True``.
+        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+    """
+    cdef const int64_t[::1] sb = np.ascontiguousarray(shard_begins, np.int64)
+    cdef const int64_t[::1] ss = np.ascontiguousarray(shard_sizes, np.int64)
+    cdef const int64_t[::1] ps = np.ascontiguousarray(piece_starts, np.int64)
+    cdef const int64_t[::1] pz = np.ascontiguousarray(piece_sizes, np.int64)
+    cdef const int64_t[::1] npc = np.ascontiguousarray(node_pieces, np.int64)
+    if sb.shape[0] != ss.shape[0] or ps.shape[0] != pz.shape[0]:
+        raise ValueError("begins and sizes differ in length")
+    cdef Py_ssize_t nodes = npc.shape[0] - 1, npieces = pz.shape[0], nshards = ss.shape[0]
+    cdef Py_ssize_t c, k, q
+    if nodes < 0 or npc[0] != 0 or npc[nodes] != npieces:
+        raise ValueError("node_pieces must run from 0 to the number of pieces")
+    total = _sum_spans(ss)
+    if _sum_spans(pz) != total:
+        raise ValueError("the pieces do not cover the shards")
+    # Pieces are consecutive and each inside one shard.
+    cdef int64_t pos = 0, shard_end = 0, largest_shard = 0, largest = 0, n, most_pieces = 0
+    cdef int64_t most_piece = 0
+    k = 0
+    for q in range(npieces):
+        if ps[q] != pos:
+            raise ValueError(f"piece {q} does not start where the last ended")
+        if pz[q]:
+            while k < nshards and shard_end <= pos:
+                shard_end += ss[k]
+                k += 1
+            if pos + pz[q] > shard_end:
+                raise ValueError(f"piece {q} crosses a shard's end")
+        pos += pz[q]
+        most_piece = pz[q] if pz[q] > most_piece else most_piece
+    for k in range(nshards):
+        largest_shard = ss[k] if ss[k] > largest_shard else largest_shard
+    for c in range(nodes):
+        if npc[c + 1] < npc[c]:
+            raise ValueError("node_pieces must ascend")
+        n = 0
+        for q in range(npc[c], npc[c + 1]):
+            n += pz[q]
+        largest = n if n > largest else largest
+        most_pieces = npc[c + 1] - npc[c] if npc[c + 1] - npc[c] > most_pieces else most_pieces
+    views = ([],)
+    _check_want(want, want_bounds, order, nodes, out.shape[0], total, views)
+    cdef const int64_t[::1] w = None
+    cdef const int64_t[::1] wb = None
+    cdef const int32_t *o32 = NULL
+    cdef const int64_t *o64 = NULL
+    cdef const int32_t[::1] v32
+    cdef const int64_t[::1] v64
+    cdef int64_t most = 0
+    if want is not None:
+        w = np.ascontiguousarray(want, np.int64) if not isinstance(want, np.ndarray) or \
+            want.dtype != np.int64 or not want.flags.c_contiguous else want
+        wb = np.ascontiguousarray(want_bounds, np.int64)
+        if views[0]:
+            if views[0][0] is not None and len(views[0][0]):
+                v32 = views[0][0]
+                o32 = &v32[0]
+            elif views[0][1] is not None and len(views[0][1]):
+                v64 = views[0][1]
+                o64 = &v64[0]
+        for c in range(nodes):
+            most = wb[c + 1] - wb[c] if wb[c + 1] - wb[c] > most else most
+    cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
+    cdef int64_t draws = largest_shard if largest_shard > most_piece else most_piece
+    draws = draws if draws > most_pieces else most_pieces
+    cdef ss_2s_space s
+    memset(&s, 0, sizeof(s))
+    cdef _Reader fr = _Reader()
+    cdef _Reader er = _Reader()
+    cdef int64_t bad = -1
+    fbit = _bit_generator(fixed_rng)
+    ebit = _bit_generator(epoch_rng)
+    if fbit is ebit:
+        raise ValueError("fixed_rng and epoch_rng must be different generators")
+    try:
+        s.fx = <int64_t *>ss_alloc((largest + largest_shard + 1) * sizeof(int64_t))
+        s.buf = <int64_t *>ss_alloc((draws + 1) * sizeof(int64_t))
+        s.perm = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
+        s.pstarts = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
+        s.cnt = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
+        s.seg = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        s.ents = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        if (s.fx == NULL or s.buf == NULL or s.perm == NULL or s.pstarts == NULL
+                or s.cnt == NULL or s.seg == NULL or s.ents == NULL):
+            raise MemoryError()
+        s.j = _draw_space(draws)
+        with fbit.lock, ebit.lock:
+            fr.open(fixed_rng, _mode, largest_shard)
+            er.open(epoch_rng, _mode, most_piece if most_piece > most_pieces else most_pieces)
+            try:
+                with nogil:
+                    bad = ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
+                                      &sb[0] if nshards else NULL, &ss[0] if nshards else NULL,
+                                      nshards, &ps[0] if npieces else NULL,
+                                      &pz[0] if npieces else NULL, &npc[0], nodes,
+                                      &out[0] if out.shape[0] else NULL, _ptr64(w), _ptr64(wb),
+                                      o32, o64, last, exact, &s)
+            finally:
+                fr.close()
+                er.close()
+    finally:
+        free(s.fx); free(s.buf); free(s.perm); free(s.pstarts); free(s.cnt); free(s.seg)
+        free(s.ents); free(s.j)
+    if bad >= 0:
+        raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
+
+
+cdef extern from *:
+    """
+    /* ---- naive: Generator.permutation(n) = arange(n) then Fisher-Yates, i = n-1 .. 1 ----
+       Draws are made SS_PK at a time into a buffer (32-bit words from the reader while i fits
+       in 32 bits, masked and rejected as random_interval does; random_interval itself on bg
+       otherwise), then the swaps are made with the positions SS_PD draws ahead prefetched:
+       over an epoch-sized array nearly every swap misses the caches, and the misses of
+       independent swaps then overlap. */
+    #define SS_PK 4096
+    #define SS_PD 48
+    static int64_t ss_perm_draws(ss_raw *r, bitgen_t *bg, int64_t i, int64_t cnt, int64_t *jr) {
+        int64_t t = 0;
+        while (t < cnt && (r == NULL || i > (int64_t)0xFFFFFFFFLL)) {
+            jr[t++] = (int64_t)random_interval(bg, (uint64_t)i);
+            i--;
+        }
+        if (t == cnt) return i;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (t < cnt) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
+            if (stop > cnt) stop = cnt;
+            while (t < stop) {
+                uint32_t w;
+                if (hh) {
+                    hh = 0; w = half;
+                } else {
+                    if (pos == end) {
+                        r->pos = pos; ss_refill(r);
+                        buf = r->buf; pos = r->pos; end = r->end;
+                    }
+                    uint64_t raw = buf[pos++];
+                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
+                }
+                uint64_t v = (uint64_t)w & mask;
+                int ok = v <= (uint64_t)i;
+                jr[t] = (int64_t)v;
+                t += ok; i -= ok;
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+        return i;
+    }
+    /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
+       each fresh page costs a fault), arange(n) shuffled. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SS_PREFETCH_W(p) __builtin_prefetch((p), 1, 0)
+    #else
+    #define SS_PREFETCH_W(p) ((void)0)
+    #endif
+    #define SS_PERMUTATION(NAME, T)                                                          \
+    static void NAME(ss_raw *r, bitgen_t *bg, T *x, int64_t n, int64_t *ja, int64_t *jb) {   \
+        int64_t i, t, cnt, next;                                                             \
+        for (i = 0; i < n; i++) x[i] = (T)i;                                                 \
+        i = n - 1;                                                                           \
+        if (i <= 0) return;                                                                  \
+        cnt = i < SS_PK ? i : SS_PK;                                                         \
+        next = ss_perm_draws(r, bg, i, cnt, ja);                                             \
+        while (cnt > 0) {                                                                    \
+            int64_t ncnt = next < SS_PK ? next : SS_PK, nnext = next;                        \
+            if (ncnt > 0) nnext = ss_perm_draws(r, bg, next, ncnt, jb);                      \
+            for (t = 0; t < cnt; t++) {                                                      \
+                int64_t ahead = t + SS_PD;                                                   \
+                if (ahead < cnt) SS_PREFETCH_W(&x[ja[ahead]]);                               \
+                else if (ahead - cnt < ncnt) SS_PREFETCH_W(&x[jb[ahead - cnt]]);             \
+                int64_t a = i - t, b = ja[t];                                                \
+                T v = x[a];                                                                  \
+                x[a] = x[b]; x[b] = v;                                                       \
+            }                                                                                \
+            i -= cnt;                                                                        \
+            int64_t *tmp = ja; ja = jb; jb = tmp;                                            \
+            cnt = ncnt; next = nnext;                                                        \
+        }                                                                                    \
+    }
+    SS_PERMUTATION(ss_permutation, int64_t)
+    SS_PERMUTATION(ss_permutation32, int32_t)
+    /* out[k] = x[places[k]], -1 where the place is negative; the places' values prefetched
+       ahead (x is epoch-sized). Returns -1, or the first k whose place is past n. */
+    static int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
+                               int64_t *out) {
+        int64_t k;
+        for (k = 0; k < m; k++) if (places[k] >= n) return k;
+        for (k = 0; k < m; k++) {
+            if (k + SS_PD < m && places[k + SS_PD] >= 0) __builtin_prefetch(&x[places[k + SS_PD]]);
+            int64_t p = places[k];
+            out[k] = p >= 0 ? (int64_t)x[p] : -1;
+        }
+        return -1;
+    }
+    """
+    enum: SS_PK
+    void ss_permutation(ss_raw *r, bitgen_t *bg, int64_t *x, int64_t n, int64_t *ja,
+                        int64_t *jb) nogil
+    void ss_permutation32(ss_raw *r, bitgen_t *bg, int32_t *x, int64_t n, int64_t *ja,
+                          int64_t *jb) nogil
+    int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
+                        int64_t *out) nogil
+
+
+def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
+    """``rng.permutation(n)`` (the same array, ``rng`` left in the same state), or its values at
+    some places only.
+
+    Args:
+        rng (numpy.random.Generator): Generator to draw from (it advances).
+        n (int): Number of samples, non-negative.
+        places (NDArray[np.int64], optional): Places to look up (negative: ``-1`` out). The
+            permutation is then built in int32 below ``2**31`` samples (half the memory).
+        out (NDArray[np.int64], optional): With ``places``: where the values go (as long; may
+            be ``places`` itself). Defaults to a new array.
+        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+
+    Returns:
+        NDArray[np.int64]: The permutation of ``0 .. n``, or its values at ``places``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
+    cdef const int64_t[::1] pl = None
+    cdef int64_t[::1] o
+    cdef bint small = False
+    if places is not None:
+        pl = np.ascontiguousarray(places, np.int64)
+        if out is None:
+            out = np.empty(pl.shape[0], np.int64)
+        o = out
+        if o.shape[0] != pl.shape[0]:
+            raise ValueError("out must be as long as places")
+        small = n < (1 << 31)
+    full = np.empty(n, np.int32 if small else np.int64)
+    cdef int64_t[::1] x64 = None if small else full
+    cdef int32_t[::1] x32 = full if small else None
+    cdef int64_t *ja = <int64_t *>malloc(2 * SS_PK * sizeof(int64_t))
+    if ja == NULL:
+        raise MemoryError()
+    bit = _bit_generator(rng)
+    cdef _Reader rd = _Reader()
+    cdef int64_t bad = -1
+    try:
+        with bit.lock:
+            rd.open(rng, _mode, n)
+            try:
+                with nogil:
+                    if small:
+                        ss_permutation32(rd.reader(), rd.bg, &x32[0] if n else NULL, n, ja,
+                                         ja + SS_PK)
+                    else:
+                        ss_permutation(rd.reader(), rd.bg, &x64[0] if n else NULL, n, ja,
+                                       ja + SS_PK)
+            finally:
+                rd.close()
+    finally:
+        free(ja)
+    if pl is None:
+        return full
+    if not small:
+        _plan_compose(out, pl, full)
+        return out
+    with nogil:
+        bad = ss_gather32(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
+                          pl.shape[0], &o[0] if o.shape[0] else NULL)
+    if bad >= 0:
+        raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
+    return out
+
+
+cdef object _plan_compose(object out, object places, object full):
+    # Past 2**31 samples (int64 permutation): plain NumPy.
+    pl = np.asarray(places)
+    if len(pl) and pl.max() >= len(full):
+        raise ValueError(f"place {pl.max()} is outside the epoch of {len(full)}")
+    out[...] = np.where(pl >= 0, full[np.maximum(pl, 0)], -1)
+    return out

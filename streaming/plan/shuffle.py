@@ -163,7 +163,7 @@ def get_shuffle_naive(
         NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
     """
     sizes = _as_sizes(shard_sizes)
-    return np.random.default_rng(seed + epoch).permutation(int(sizes.sum()))
+    return _shuffle.permutation(np.random.default_rng(seed + epoch), int(sizes.sum()))
 
 
 def get_shuffle_py1s(
@@ -219,25 +219,42 @@ def get_shuffle_py1br(
     Raises:
         ValueError: If ``block_size`` is too small to draw block sizes from (below 2).
     """
+    begins, span_sizes, bounds, stagger, low, high, epoch_rng, num_samples = _py1br_setup(
+        shard_sizes, num_canonical_nodes, seed, epoch, block_size
+    )
+    ids = np.empty(num_samples, np.int64)
+    _shuffle.py1br_places(epoch_rng, begins, span_sizes, bounds, stagger, low, high, ids)
+    return ids
+
+
+def _py1br_setup(
+    shard_sizes: Sequence[int] | NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+) -> tuple[
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    NDArray[np.int64],
+    int,
+    int,
+    np.random.Generator,
+    int,
+]:
+    """py1br's draws before its blocks: spans, their node bounds, the stagger; block range."""
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         shard_sizes, num_canonical_nodes, seed, epoch
     )
-    ids = np.empty(num_samples, np.int64)
-    # Spans are laid out in their final order (no shuffle within them yet).
-    pos = 0
-    for begin, size in zip(begins.tolist(), span_sizes.tolist()):
-        ids[pos : pos + size] = np.arange(begin, begin + size)
-        pos += size
     low, high = int(0.75 * block_size), int(1.25 * block_size)
     if low <= 0:
         raise _integers_range_error(0, low)
     stagger = epoch_rng.integers(0, low, (num_canonical_nodes,))
-    span_ends = np.concatenate([[0], np.cumsum(span_sizes)])
-    node_bounds = np.array([span_ends[first] for first, _ in node_spans] + [num_samples], np.int64)
     if num_samples and low >= high:
         raise _integers_range_error(low, high)
-    _shuffle.shuffle_blocks_py1br(epoch_rng, ids, node_bounds, stagger, low, max(high, low + 1))
-    return ids
+    bounds = _bounds(node_spans)
+    return begins, span_sizes, bounds, stagger, low, max(high, low + 1), epoch_rng, num_samples
 
 
 def get_shuffle_py1e(
@@ -375,6 +392,10 @@ def shuffle_places(
             scout = _shuffle.Scout(epoch_rng, span_sizes)
         places = places()
     places = np.asarray(places, np.int64)
+    if algo in _VIEWS:
+        return _VIEWS[algo](
+            shard_sizes, num_canonical_nodes, seed, epoch, block_size, places, overwrite
+        )
     # A share of a quarter of the epoch or more (a lone worker's is all of it) is cheaper to look
     # up in the whole shuffle than node by node; memory stays about one int64 array of the epoch.
     if algo not in ("py1s", "py1e") or 4 * len(places) >= int(np.sum(shard_sizes)):
@@ -429,6 +450,100 @@ def shuffle_places(
     return out
 
 
+def _view_naive(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+    places: NDArray[np.int64],
+    overwrite: bool,
+) -> NDArray[np.int64]:
+    # The whole permutation is drawn (in int32 below 2**31 samples), then looked up.
+    n = int(_as_sizes(shard_sizes).sum())
+    _check_args(num_canonical_nodes, seed, epoch)
+    if len(places) == n and _plan.is_arange(places):
+        return get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+    out = places if overwrite and places.flags.writeable else None
+    return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out)
+
+
+def _view_out(places: NDArray[np.int64], overwrite: bool) -> NDArray[np.int64]:
+    return places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
+
+
+def _view_py1br(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+    places: NDArray[np.int64],
+    overwrite: bool,
+) -> NDArray[np.int64]:
+    # Places grouped by node; blocks drawn past where no place is wanted, nothing after the
+    # last node needed drawn.
+    begins, span_sizes, bounds, stagger, low, high, epoch_rng, num_samples = _py1br_setup(
+        shard_sizes, num_canonical_nodes, seed, epoch, block_size
+    )
+    if len(places) == num_samples and _plan.is_arange(places):
+        ids = np.empty(num_samples, np.int64)
+        _shuffle.py1br_places(epoch_rng, begins, span_sizes, bounds, stagger, low, high, ids)
+        return ids
+    span_starts = np.concatenate([[0], np.cumsum(span_sizes)])
+    out = _view_out(places, overwrite)
+    want_bounds, order = _shuffle.group_places(places, span_starts[bounds], out)
+    _shuffle.py1br_places(
+        epoch_rng,
+        begins,
+        span_sizes,
+        bounds,
+        stagger,
+        low,
+        high,
+        out,
+        places,
+        want_bounds,
+        order,
+        exact=False,
+    )
+    return out
+
+
+def _view_py2s(
+    shard_sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+    places: NDArray[np.int64],
+    overwrite: bool,
+) -> NDArray[np.int64]:
+    # Places grouped by node; shards and pieces drawn past where no place is wanted, nothing
+    # after the last node needed drawn.
+    fixed_rng, epoch_rng, layout, num_samples = _py2s_setup(
+        shard_sizes, num_canonical_nodes, seed, epoch
+    )
+    if len(places) == num_samples and _plan.is_arange(places):
+        ids = np.empty(num_samples, np.int64)
+        _shuffle.py2s_places(fixed_rng, epoch_rng, *layout, ids)
+        return ids
+    piece_starts = np.concatenate([[0], np.cumsum(layout[3])])
+    out = _view_out(places, overwrite)
+    want_bounds, order = _shuffle.group_places(places, piece_starts[layout[4]], out)
+    _shuffle.py2s_places(
+        fixed_rng, epoch_rng, *layout, out, places, want_bounds, order, exact=False
+    )
+    return out
+
+
+_VIEWS: dict[str, Callable[..., NDArray[np.int64]]] = {
+    "naive": _view_naive,
+    "py1br": _view_py1br,
+    "py2s": _view_py2s,
+}
+
+
 def get_shuffle_py2s(
     shard_sizes: NDArray[np.int64],
     num_canonical_nodes: int,
@@ -453,42 +568,43 @@ def get_shuffle_py2s(
     Returns:
         NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
     """
+    fixed_rng, epoch_rng, layout, num_samples = _py2s_setup(
+        shard_sizes, num_canonical_nodes, seed, epoch
+    )
+    ids = np.empty(num_samples, np.int64)
+    _shuffle.py2s_places(fixed_rng, epoch_rng, *layout, ids)
+    return ids
+
+
+def _py2s_setup(
+    shard_sizes: Sequence[int] | NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int
+) -> tuple[np.random.Generator, np.random.Generator, tuple[NDArray[np.int64], ...], int]:
+    """py2s's run generator after the shard reorder, its epoch generator, and the layout:
+    shards in run order (begins, sizes), pieces cut at nodes (starts, sizes), node bounds."""
     sizes = _as_sizes(shard_sizes)
     _check_args(num_canonical_nodes, seed, epoch)
     ends = np.cumsum(sizes)
     begins = ends - sizes
     num_samples = int(ends[-1]) if len(ends) else 0
 
-    # Fixed over the run: shard order, then each shard's samples, laid out in that order.
+    # Fixed over the run: shard order (each shard's samples are shuffled in the kernel).
     fixed_rng = np.random.default_rng(seed)
     order = np.arange(len(sizes))
     fixed_rng.shuffle(order)
-    fixed = np.empty(num_samples, np.int64)
-    _shuffle.shuffle_spans(fixed_rng, begins[order], sizes[order], fixed)
 
-    # Cut the laid-out shards at canonical node boundaries (spans are offsets into ``fixed``).
+    # Cut the laid-out shards at canonical node boundaries (spans are offsets into the layout).
     layout_ends = np.cumsum(sizes[order])
     spans = list(zip((layout_ends - sizes[order]).tolist(), layout_ends.tolist()))
     pieces, node_pieces = divide_spans(spans, num_samples, num_canonical_nodes)
     piece_arr = np.array(pieces, np.int64).reshape(-1, 2)
-
-    # Unique to this epoch, node by node: piece order, then each piece's samples.
-    epoch_rng = np.random.default_rng(seed + epoch)
-    ids = np.empty(num_samples, np.int64)
-    offset = 0
-    for first, end in node_pieces:
-        node = piece_arr[first:end]
-        if end - first > 1:
-            perm = np.arange(end - first)
-            epoch_rng.shuffle(perm)
-            node = node[perm]
-        node_sizes = node[:, 1] - node[:, 0]
-        node_samples = int(node_sizes.sum())
-        _shuffle.gather_shuffle_pieces(
-            epoch_rng, fixed, node[:, 0].copy(), node_sizes, ids[offset : offset + node_samples]
-        )
-        offset += node_samples
-    return ids
+    layout = (
+        begins[order],
+        sizes[order],
+        piece_arr[:, 0].copy(),
+        piece_arr[:, 1] - piece_arr[:, 0],
+        _bounds(node_pieces),
+    )
+    return fixed_rng, np.random.default_rng(seed + epoch), layout, num_samples
 
 
 algos: dict[str, Callable[..., NDArray[np.int64]]] = {
