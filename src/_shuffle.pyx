@@ -1920,8 +1920,26 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
 cdef extern from *:
     """
     /* A draw source: the reader r (PCG64 raws; bg is then a bitgen_t over it) or bg itself. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SS_PREFETCH_W(p) __builtin_prefetch((p), 1, 0)
+    #else
+    #define SS_PREFETCH_W(p) ((void)0)
+    #endif
+    #define SS_VD 32  /* swaps ahead whose far end is prefetched (blocks outgrow the L2) */
+    /* Generator.shuffle of x[0..n) (n <= 2**32 with a reader): all draws first (j[1..n)),
+       then the swaps, each one's far end prefetched SS_VD swaps ahead. */
     static inline void ss_v_fy(ss_raw *r, bitgen_t *bg, int64_t *x, uint32_t *j, int64_t n) {
-        if (r != NULL) ss_fisher_yates_raw(r, x, j, n); else ss_fisher_yates_i64(bg, x, j, n);
+        int64_t i;
+        if (n <= 1) return;
+        if (r == NULL) { ss_fisher_yates_i64(bg, x, j, n); return; }
+        ss_fy_words(r, j, n);
+        for (i = n - 1; i > SS_VD; i--) {
+            SS_PREFETCH_W(&x[j[i - SS_VD]]);
+            int64_t k = j[i], t = x[i]; x[i] = x[k]; x[k] = t;
+        }
+        for (; i > 0; i--) {
+            int64_t k = j[i], t = x[i]; x[i] = x[k]; x[k] = t;
+        }
     }
     /* Fisher-Yates's draws for n samples, made and dropped: only counted from a reader; from a
        bit generator they are drawn on scratch (n entries, its values meaningless). */
@@ -1934,8 +1952,9 @@ cdef extern from *:
         random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &v);
         return (int64_t)v;
     }
+    /* Entry e of a grouping: an index into want and out. */
     static inline int64_t ss_v_at(const int32_t *o32, const int64_t *o64, int64_t e) {
-        return o32 != NULL ? (int64_t)o32[e] : (o64 != NULL ? o64[e] : e);
+        return o32 != NULL ? (int64_t)o32[e] : o64[e];
     }
     /* The last of m ascending (ties allowed) starts at or before p: starts[0] <= p. */
     static inline int64_t ss_v_seg(const int64_t *starts, int64_t m, int64_t p) {
@@ -1946,27 +1965,35 @@ cdef extern from *:
         }
         return lo;
     }
-    /* Group entries [ea, ez) of a grouping (places want[at(e)], each in [lo, hi)) by segment (the
-       last of the m segment starts at or before it): segment k's entries are
-       ents[cnt[k] .. cnt[k+1]). seg holds ez - ea scratch. Returns -1, or an entry whose place is
-       outside [lo, hi). */
-    static int64_t ss_v_bucket(const int64_t *want, const int32_t *o32, const int64_t *o64,
-                               int64_t ea, int64_t ez, int64_t lo, int64_t hi,
-                               const int64_t *starts, int64_t m, int64_t *cnt, int64_t *seg,
-                               int64_t *ents) {
+    /* Reorder entries [ea, ez) of a grouping (o32 or o64, writable; places want[at(e)], each in
+       [lo, hi)) in place by segment (the last of the m segment starts at or before the place),
+       keeping no per-entry scratch (fresh memory costs a page fault per 4 KB): segment k's
+       entries are then ea + cnt[k] .. ea + cnt[k+1]. nx holds m. Returns -1, or an entry whose
+       place is outside [lo, hi). */
+    static int64_t ss_v_bucket(const int64_t *want, int32_t *o32, int64_t *o64, int64_t ea,
+                               int64_t ez, int64_t lo, int64_t hi, const int64_t *starts,
+                               int64_t m, int64_t *cnt, int64_t *nx) {
         int64_t e, k;
         memset(cnt, 0, (size_t)(m + 1) * sizeof(int64_t));
         for (e = ea; e < ez; e++) {
             int64_t p = want[ss_v_at(o32, o64, e)];
             if (p < lo || p >= hi) return e;
-            k = ss_v_seg(starts, m, p);
-            seg[e - ea] = k;
-            cnt[k + 1]++;
+            cnt[ss_v_seg(starts, m, p) + 1]++;
         }
         for (k = 0; k < m; k++) cnt[k + 1] += cnt[k];
-        for (e = ea; e < ez; e++) ents[cnt[seg[e - ea]]++] = e;
-        for (k = m; k > 0; k--) cnt[k] = cnt[k - 1];
-        cnt[0] = 0;
+        if (m <= 1) return -1;
+        memcpy(nx, cnt, (size_t)m * sizeof(int64_t));
+        /* American flag sort: each swap puts one entry in its segment for good. */
+        for (k = 0; k < m; k++) {
+            while (nx[k] < cnt[k + 1]) {
+                int64_t a = ea + nx[k];
+                int64_t b = ss_v_seg(starts, m, want[ss_v_at(o32, o64, a)]);
+                if (b == k) { nx[k]++; continue; }
+                int64_t d = ea + nx[b]++;
+                if (o32 != NULL) { int32_t t = o32[a]; o32[a] = o32[d]; o32[d] = t; }
+                else { int64_t t = o64[a]; o64[a] = o64[d]; o64[d] = t; }
+            }
+        }
         return -1;
     }
     /* The ids at places [p0, p1) of spans a .. z laid out in order (span k: begins[k] ..,
@@ -1997,14 +2024,14 @@ cdef extern from *:
         int64_t cap;
         int64_t *bstarts;        /* cap + 1: the blocks' starts, then the last's end */
         int64_t *cnt;            /* cap + 2 */
+        int64_t *nx;             /* cap + 1 */
         char *need;              /* cap */
-        int64_t *seg, *ents;     /* a node's wanted entries */
     } ss_br_space;
     static int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins,
                                 const int64_t *starts, const int64_t *node_spans, int64_t nodes,
                                 const int64_t *stagger, int64_t low, int64_t high, int64_t *out,
                                 const int64_t *want, const int64_t *want_bounds,
-                                const int32_t *o32, const int64_t *o64, int64_t last, int exact,
+                                int32_t *o32, int64_t *o64, int64_t last, int exact,
                                 ss_br_space *s) {
         int64_t c, k, e, nb;
         for (c = 0; c < nodes; c++) {
@@ -2038,10 +2065,10 @@ cdef extern from *:
             for (k = 0; k < nb; k++) s->bstarts[k] = bl[2 * k];
             s->bstarts[nb] = nb ? bl[2 * nb - 1] : start;
             e = ss_v_bucket(want, o32, o64, ea, ez, start, stop, s->bstarts, nb + 1, s->cnt,
-                            s->seg, s->ents);
+                            s->nx);
             if (e >= 0) return e;
-            for (e = s->cnt[nb]; e < s->cnt[nb + 1]; e++) {
-                int64_t i = ss_v_at(o32, o64, s->ents[e]);
+            for (e = ea + s->cnt[nb]; e < ea + s->cnt[nb + 1]; e++) {
+                int64_t i = ss_v_at(o32, o64, e);
                 ss_v_layout(begins, starts, a, z, want[i], want[i] + 1, &out[i]);
             }
             int64_t minstart = INT64_MAX;
@@ -2061,8 +2088,8 @@ cdef extern from *:
                 }
                 if (from < b1) ss_v_layout(begins, starts, a, z, from, b1, nxt + (from - b0));
                 ss_v_fy(r, bg, nxt, s->j, len);
-                for (e = s->cnt[k]; e < s->cnt[k + 1]; e++) {
-                    int64_t i = ss_v_at(o32, o64, s->ents[e]);
+                for (e = ea + s->cnt[k]; e < ea + s->cnt[k + 1]; e++) {
+                    int64_t i = ss_v_at(o32, o64, e);
                     out[i] = nxt[want[i] - b0];
                 }
                 int64_t *t = cur; cur = nxt; nxt = t;
@@ -2086,14 +2113,14 @@ cdef extern from *:
         uint32_t *j;             /* draws: largest shard, piece or piece count */
         int64_t *perm;           /* a node's piece order (largest piece count) */
         int64_t *pstarts;        /* its pieces' first places, in that order (+ 1) */
-        int64_t *cnt, *seg, *ents;
+        int64_t *cnt, *nx;
     } ss_2s_space;
     static int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
                                const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
                                const int64_t *pstart, const int64_t *psize,
                                const int64_t *node_pieces, int64_t nodes, int64_t *out,
                                const int64_t *want, const int64_t *want_bounds,
-                               const int32_t *o32, const int64_t *o64, int64_t last, int exact,
+                               int32_t *o32, int64_t *o64, int64_t last, int exact,
                                ss_2s_space *s) {
         int64_t c, k, q, e, fs = 0, fpos = 0, fxa = 0, fxb = 0;
         for (c = 0; c < nodes; c++) {
@@ -2148,8 +2175,7 @@ cdef extern from *:
                 for (q = 0; q < m; q++) ss_v_skip(er, ebg, s->buf, s->j, psize[pa + s->perm[q]]);
                 continue;
             }
-            e = ss_v_bucket(want, o32, o64, ea, ez, L0, L1, s->pstarts, m, s->cnt, s->seg,
-                            s->ents);
+            e = ss_v_bucket(want, o32, o64, ea, ez, L0, L1, s->pstarts, m, s->cnt, s->nx);
             if (e >= 0) return e;
             for (q = 0; q < m; q++) {
                 int64_t p = pa + s->perm[q], n = psize[p];
@@ -2157,8 +2183,8 @@ cdef extern from *:
                 memcpy(s->buf, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
                 ss_v_fy(er, ebg, s->buf, s->j, n);
                 int64_t base = s->pstarts[q];
-                for (e = s->cnt[q]; e < s->cnt[q + 1]; e++) {
-                    int64_t i = ss_v_at(o32, o64, s->ents[e]);
+                for (e = ea + s->cnt[q]; e < ea + s->cnt[q + 1]; e++) {
+                    int64_t i = ss_v_at(o32, o64, e);
                     out[i] = s->buf[want[i] - base];
                 }
             }
@@ -2178,13 +2204,12 @@ cdef extern from *:
         int64_t cap
         int64_t *bstarts
         int64_t *cnt
+        int64_t *nx
         char *need
-        int64_t *seg
-        int64_t *ents
     int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins, const int64_t *starts,
                          const int64_t *node_spans, int64_t nodes, const int64_t *stagger,
                          int64_t low, int64_t high, int64_t *out, const int64_t *want,
-                         const int64_t *want_bounds, const int32_t *o32, const int64_t *o64,
+                         const int64_t *want_bounds, int32_t *o32, int64_t *o64,
                          int64_t last, int exact, ss_br_space *s) nogil
     ctypedef struct ss_2s_space:
         int64_t *fx
@@ -2193,47 +2218,53 @@ cdef extern from *:
         int64_t *perm
         int64_t *pstarts
         int64_t *cnt
-        int64_t *seg
-        int64_t *ents
+        int64_t *nx
     int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
                         const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
                         const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
                         int64_t nodes, int64_t *out, const int64_t *want,
-                        const int64_t *want_bounds, const int32_t *o32, const int64_t *o64,
+                        const int64_t *want_bounds, int32_t *o32, int64_t *o64,
                         int64_t last, int exact, ss_2s_space *s) nogil
 
 
-cdef int _check_want(object want, object want_bounds, object order, Py_ssize_t groups,
-                     Py_ssize_t out_len, Py_ssize_t total, tuple views) except -1:
+cdef tuple _grouping(object want, object want_bounds, object order, Py_ssize_t groups,
+                     Py_ssize_t out_len, Py_ssize_t total):
     """Check a grouping of wanted places (``group_places``' output over ``groups`` groups), or,
-    without ``want``, that ``out`` holds the whole epoch. ``views`` receives the order views."""
+    without ``want``, that ``out`` holds the whole epoch. Returns ``want``, ``want_bounds`` and
+    the order (contiguous and writable: the kernels reorder it within each group; without one,
+    the entries in turn) as arrays, and the most entries of a group; Nones without ``want``."""
     cdef const int64_t[:] wb
-    cdef Py_ssize_t k, n, grouped
+    cdef Py_ssize_t k, most = 0
     if want is None:
         if out_len != total:
             raise ValueError(f"the epoch holds {total} samples but the output holds {out_len}")
-        return 0
+        return None, None, None, 0
+    w = np.ascontiguousarray(want, np.int64)
     if want_bounds is None or len(want_bounds) != groups + 1:
         raise ValueError(f"want_bounds must have {groups + 1} entries")
-    wb = want_bounds
-    grouped = len(want)
-    if order is not None:
-        o32, o64, grouped = _order_view(order)
-        views[0].append(o32)
-        views[0].append(o64)
-        if len(want) != out_len:
+    wb_arr = np.ascontiguousarray(want_bounds, np.int64)
+    wb = wb_arr
+    if order is None:
+        if out_len != len(w):
+            raise ValueError("out must hold one value per wanted place")
+        ord_arr = np.arange(len(w), dtype=np.int64)
+    else:
+        ord_arr = np.asarray(order)
+        if ord_arr.ndim != 1 or ord_arr.dtype not in (np.int32, np.int64):
+            raise ValueError("order must be a 1-d int32 or int64 array")
+        if not ord_arr.flags.c_contiguous or not ord_arr.flags.writeable:
+            ord_arr = ord_arr.copy()
+        if len(w) != out_len:
             raise ValueError("with order, want and out must be as long")
-        arr = o32 if o32 is not None else o64
-        if grouped and (arr.min() < 0 or arr.max() >= out_len):
+        if len(ord_arr) and (ord_arr.min() < 0 or ord_arr.max() >= out_len):
             raise ValueError("an order entry is outside out")
-    elif out_len != len(want):
-        raise ValueError("out must hold one value per wanted place")
-    if wb[0] != 0 or wb[groups] != grouped:
+    if wb[0] != 0 or wb[groups] != len(ord_arr):
         raise ValueError("want_bounds must run from 0 to the number of grouped places")
     for k in range(groups):
         if wb[k + 1] < wb[k]:
             raise ValueError("want_bounds must ascend")
-    return 0
+        most = wb[k + 1] - wb[k] if wb[k + 1] - wb[k] > most else most
+    return w, wb_arr, ord_arr, most
 
 
 cdef Py_ssize_t _last_wanted(object want, const int64_t[:] want_bounds, Py_ssize_t groups):
@@ -2255,7 +2286,7 @@ cdef class _Reader:
     cdef bitgen_t rbg
     cdef bitgen_t *bg
     cdef bint raw, opened
-    cdef object bit, copy
+    cdef object bit, copy, helpers
 
     def __cinit__(self):
         memset(&self.r, 0, sizeof(self.r))
@@ -2277,15 +2308,40 @@ cdef class _Reader:
     cdef ss_raw *reader(self) noexcept nogil:
         return &self.r if self.raw else NULL
 
+    cdef int help(self, int64_t raws, int mode) except -1:
+        """With about ``raws`` raws to read (and a second core), a helper thread makes them
+        ahead (``ss_pref``, as for py1s); mode 3 (tests) always."""
+        cdef bitgen_t *gens[3]
+        cdef void *ctxs[3]
+        cdef int k
+        if not self.raw or not self.opened or self.helpers is not None:
+            return 0
+        if mode != 3 and (mode != 0 or raws < _helper_min_raws or not _second_core()):
+            return 0
+        copies = [_copy_of(self.bit) for _ in range(3)]
+        for k in range(3):
+            copies[k].state = self.copy.state
+            if self.r.pending:
+                copies[k].advance(self.r.pending)
+            gens[k] = _bitgen(copies[k])
+            ctxs[k] = <void *>copies[k]
+        self.helpers = copies
+        ss_pref_start(&self.r, gens, ctxs)  # on failure the reader goes on alone
+        return 0
+
     cdef int close(self) except -1:
         if self.opened:
             self.opened = False
+            with nogil:
+                ss_pref_free(&self.r)
             ss_raw_close(&self.r)
             _raw_finish(&self.r, self.bit)
         return 0
 
     def __dealloc__(self):
         if self.opened:
+            with nogil:
+                ss_pref_free(&self.r)
             ss_raw_close(&self.r)
 
 
@@ -2354,28 +2410,21 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         n = starts[ns[c + 1]] - starts[ns[c]]
         largest = n if n > largest else largest
         cap = n // low + 66 if n // low + 66 > cap else cap
-    views = ([],)
-    _check_want(want, want_bounds, order, nodes, out.shape[0], total, views)
-    cdef const int64_t[::1] w = None
-    cdef const int64_t[::1] wb = None
-    cdef const int32_t *o32 = NULL
-    cdef const int64_t *o64 = NULL
-    cdef const int32_t[::1] v32
-    cdef const int64_t[::1] v64
-    cdef int64_t most = 0
-    if want is not None:
-        w = np.ascontiguousarray(want, np.int64) if not isinstance(want, np.ndarray) or \
-            want.dtype != np.int64 or not want.flags.c_contiguous else want
-        wb = np.ascontiguousarray(want_bounds, np.int64)
-        if views[0]:
-            if views[0][0] is not None and len(views[0][0]):
-                v32 = views[0][0]
-                o32 = &v32[0]
-            elif views[0][1] is not None and len(views[0][1]):
-                v64 = views[0][1]
-                o64 = &v64[0]
-        for c in range(nodes):
-            most = wb[c + 1] - wb[c] if wb[c + 1] - wb[c] > most else most
+    w_arr, wb_arr, ord_arr, most = _grouping(want, want_bounds, order, nodes, out.shape[0],
+                                             total)
+    cdef const int64_t[::1] w = w_arr
+    cdef const int64_t[::1] wb = wb_arr
+    cdef int32_t *o32 = NULL
+    cdef int64_t *o64 = NULL
+    cdef int32_t[::1] v32
+    cdef int64_t[::1] v64
+    if ord_arr is not None and len(ord_arr):
+        if ord_arr.dtype == np.int32:
+            v32 = ord_arr
+            o32 = &v32[0]
+        else:
+            v64 = ord_arr
+            o64 = &v64[0]
     cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
     cdef int64_t room = high if high < largest else largest
     cdef ss_br_space s
@@ -2390,16 +2439,17 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         s.bstarts = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
         s.cnt = <int64_t *>malloc((cap + 2) * sizeof(int64_t))
         s.need = <char *>malloc(cap)
-        s.seg = <int64_t *>malloc((most + 1) * sizeof(int64_t))
-        s.ents = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        s.nx = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
         s.cap = cap
         if (s.a == NULL or s.b == NULL or s.blocks == NULL or s.bstarts == NULL
-                or s.cnt == NULL or s.need == NULL or s.seg == NULL or s.ents == NULL):
+                or s.cnt == NULL or s.need == NULL or s.nx == NULL):
             raise MemoryError()
         s.j = _draw_space(room)
         with bit.lock:
             rd.open(rng, _mode, room)
             try:
+                # Fisher-Yates reads ~1.39 32-bit words a sample (~0.7 raws) up to the last node.
+                rd.help((starts[ns[last + 1]] if last >= 0 else 0) * 7 // 10, _mode)
                 with nogil:
                     bad = ss_py1br_run(rd.reader(), rd.bg, &b[0] if nspans else NULL, &starts[0],
                                        &ns[0], nodes, &sg[0] if nodes else NULL, low, high,
@@ -2409,7 +2459,7 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
                 rd.close()
     finally:
         free(s.a); free(s.b); free(s.blocks); free(s.bstarts); free(s.cnt); free(s.need)
-        free(s.seg); free(s.ents); free(s.j)
+        free(s.nx); free(s.j)
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -2479,28 +2529,21 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
             n += pz[q]
         largest = n if n > largest else largest
         most_pieces = npc[c + 1] - npc[c] if npc[c + 1] - npc[c] > most_pieces else most_pieces
-    views = ([],)
-    _check_want(want, want_bounds, order, nodes, out.shape[0], total, views)
-    cdef const int64_t[::1] w = None
-    cdef const int64_t[::1] wb = None
-    cdef const int32_t *o32 = NULL
-    cdef const int64_t *o64 = NULL
-    cdef const int32_t[::1] v32
-    cdef const int64_t[::1] v64
-    cdef int64_t most = 0
-    if want is not None:
-        w = np.ascontiguousarray(want, np.int64) if not isinstance(want, np.ndarray) or \
-            want.dtype != np.int64 or not want.flags.c_contiguous else want
-        wb = np.ascontiguousarray(want_bounds, np.int64)
-        if views[0]:
-            if views[0][0] is not None and len(views[0][0]):
-                v32 = views[0][0]
-                o32 = &v32[0]
-            elif views[0][1] is not None and len(views[0][1]):
-                v64 = views[0][1]
-                o64 = &v64[0]
-        for c in range(nodes):
-            most = wb[c + 1] - wb[c] if wb[c + 1] - wb[c] > most else most
+    w_arr, wb_arr, ord_arr, most = _grouping(want, want_bounds, order, nodes, out.shape[0],
+                                             total)
+    cdef const int64_t[::1] w = w_arr
+    cdef const int64_t[::1] wb = wb_arr
+    cdef int32_t *o32 = NULL
+    cdef int64_t *o64 = NULL
+    cdef int32_t[::1] v32
+    cdef int64_t[::1] v64
+    if ord_arr is not None and len(ord_arr):
+        if ord_arr.dtype == np.int32:
+            v32 = ord_arr
+            o32 = &v32[0]
+        else:
+            v64 = ord_arr
+            o64 = &v64[0]
     cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
     cdef int64_t draws = largest_shard if largest_shard > most_piece else most_piece
     draws = draws if draws > most_pieces else most_pieces
@@ -2519,16 +2562,18 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
         s.perm = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
         s.pstarts = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
         s.cnt = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
-        s.seg = <int64_t *>malloc((most + 1) * sizeof(int64_t))
-        s.ents = <int64_t *>malloc((most + 1) * sizeof(int64_t))
+        s.nx = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
         if (s.fx == NULL or s.buf == NULL or s.perm == NULL or s.pstarts == NULL
-                or s.cnt == NULL or s.seg == NULL or s.ents == NULL):
+                or s.cnt == NULL or s.nx == NULL):
             raise MemoryError()
         s.j = _draw_space(draws)
         with fbit.lock, ebit.lock:
             fr.open(fixed_rng, _mode, largest_shard)
             er.open(epoch_rng, _mode, most_piece if most_piece > most_pieces else most_pieces)
             try:
+                # One helper (one spare core at most): for the epoch's draws (~0.7 raws a sample).
+                er.help((ps[npc[last + 1] - 1] + pz[npc[last + 1] - 1]
+                         if last >= 0 and npc[last + 1] > 0 else 0) * 7 // 10, _mode)
                 with nogil:
                     bad = ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
                                       &sb[0] if nshards else NULL, &ss[0] if nshards else NULL,
@@ -2540,8 +2585,8 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
                 fr.close()
                 er.close()
     finally:
-        free(s.fx); free(s.buf); free(s.perm); free(s.pstarts); free(s.cnt); free(s.seg)
-        free(s.ents); free(s.j)
+        free(s.fx); free(s.buf); free(s.perm); free(s.pstarts); free(s.cnt); free(s.nx)
+        free(s.j)
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -2594,11 +2639,6 @@ cdef extern from *:
     }
     /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
        each fresh page costs a fault), arange(n) shuffled. */
-    #if defined(__GNUC__) || defined(__clang__)
-    #define SS_PREFETCH_W(p) __builtin_prefetch((p), 1, 0)
-    #else
-    #define SS_PREFETCH_W(p) ((void)0)
-    #endif
     #define SS_PERMUTATION(NAME, T)                                                          \
     static void NAME(ss_raw *r, bitgen_t *bg, T *x, int64_t n, int64_t *ja, int64_t *jb) {   \
         int64_t i, t, cnt, next;                                                             \
