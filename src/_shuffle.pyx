@@ -1958,12 +1958,15 @@ cdef extern from *:
     }
     /* The last of m ascending (ties allowed) starts at or before p: starts[0] <= p. */
     static inline int64_t ss_v_seg(const int64_t *starts, int64_t m, int64_t p) {
-        int64_t lo = 0, hi = m;  /* starts[lo] <= p < starts[hi] (starts[m] = +inf) */
-        while (hi - lo > 1) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (starts[mid] <= p) lo = mid; else hi = mid;
+        /* Branch-free (a conditional move a step): places come in no predictable order. The
+           answer stays in base[0 .. n). */
+        const int64_t *base = starts;
+        while (m > 1) {
+            int64_t half = m / 2;
+            base = base[half] <= p ? base + half : base;
+            m -= half;
         }
-        return lo;
+        return base - starts;
     }
     /* Reorder entries [ea, ez) of a grouping (o32 or o64, writable; places want[at(e)], each in
        [lo, hi)) in place by segment (the last of the m segment starts at or before the place),
@@ -2195,6 +2198,110 @@ cdef extern from *:
         }
         return -1;
     }
+
+    /* ---- py2s with places wanted: the run's draws and the epoch's on two threads ----
+       The layout (run generator) and the epoch's order (epoch generator) are independent
+       streams. A second thread draws the layout's shards, keeping the values only in the
+       ranges of the nodes with wanted places (fx, node c's at fxoff[c]); meanwhile the
+       caller's thread draws the epoch's piece orders and pieces as permutations of positions,
+       and writes each wanted place's layout position; the values are looked up once both are
+       done. */
+    typedef struct {
+        ss_raw *r;
+        bitgen_t *bg;
+        const int64_t *sbegins, *ssizes;
+        int64_t nshards;         /* shards to draw */
+        const int64_t *L0, *L1;  /* each node's places (= its layout range) */
+        const int64_t *fxoff;    /* node c's values at fx[fxoff[c] ..], or -1: not wanted */
+        int64_t nodes;
+        int64_t *fx, *scratch;   /* scratch: the largest shard */
+        uint32_t *j;
+    } ss_2s_fixed;
+    static void ss_py2s_fixed_run(ss_2s_fixed *f) {
+        int64_t k, d = 0, ls = 0, i;
+        for (k = 0; k < f->nshards; k++) {
+            int64_t n = f->ssizes[k], le = ls + n, e;
+            while (d + 1 < f->nodes && f->L1[d] <= ls) d++;
+            int need = 0;
+            for (e = d; e < f->nodes && (f->L0[e] < le || e == d); e++)
+                if (f->fxoff[e] >= 0 && f->L1[e] > f->L0[e] && f->L0[e] < le && f->L1[e] > ls) {
+                    need = 1;
+                    break;
+                }
+            if (!need) {
+                ss_v_skip(f->r, f->bg, f->scratch, f->j, n);
+            } else {
+                int64_t b = f->sbegins[k];
+                for (i = 0; i < n; i++) f->scratch[i] = b + i;
+                ss_v_fy(f->r, f->bg, f->scratch, f->j, n);
+                for (e = d; e < f->nodes && (f->L0[e] < le || e == d); e++) {
+                    if (f->fxoff[e] < 0) continue;
+                    int64_t a = f->L0[e] > ls ? f->L0[e] : ls, z = f->L1[e] < le ? f->L1[e] : le;
+                    if (z > a)
+                        memcpy(f->fx + f->fxoff[e] + (a - f->L0[e]), f->scratch + (a - ls),
+                               (size_t)(z - a) * sizeof(int64_t));
+                }
+            }
+            ls = le;
+        }
+    }
+    static void *ss_py2s_fixed_thread(void *arg) {
+        ss_py2s_fixed_run((ss_2s_fixed *)arg);
+        return NULL;
+    }
+    /* The epoch's side (see ss_py2s_run for the draws) and the lookup. threads: 1 to draw the
+       layout on a second thread. Returns -1, -2 or a bad entry. */
+    static int64_t ss_py2s_view(ss_2s_fixed *f, int threads, ss_raw *er, bitgen_t *ebg,
+                                const int64_t *pstart, const int64_t *psize,
+                                const int64_t *node_pieces, int64_t nodes, int64_t *out,
+                                const int64_t *want, const int64_t *want_bounds,
+                                int32_t *o32, int64_t *o64, int64_t last, int exact,
+                                ss_2s_space *s) {
+        int64_t c, q, e, bad = -1;
+        pthread_t th;
+        int started = threads && pthread_create(&th, NULL, ss_py2s_fixed_thread, f) == 0;
+        if (!started) ss_py2s_fixed_run(f);
+        for (c = 0; c < nodes; c++) {
+            if (c > last && !exact) break;
+            int64_t pa = node_pieces[c], pz = node_pieces[c + 1], m = pz - pa;
+            if (m == 0) continue;
+            for (q = 0; q < m; q++) s->perm[q] = q;
+            if (m > 1) ss_v_fy(er, ebg, s->perm, s->j, m);
+            int64_t off = f->L0[c];
+            for (q = 0; q < m; q++) { s->pstarts[q] = off; off += psize[pa + s->perm[q]]; }
+            s->pstarts[m] = off;
+            int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
+            if (ea == ez) {
+                for (q = 0; q < m; q++) ss_v_skip(er, ebg, s->buf, s->j, psize[pa + s->perm[q]]);
+                continue;
+            }
+            e = ss_v_bucket(want, o32, o64, ea, ez, f->L0[c], f->L1[c], s->pstarts, m, s->cnt,
+                            s->nx);
+            if (e >= 0) { bad = e; break; }
+            for (q = 0; q < m; q++) {
+                int64_t p = pa + s->perm[q], n = psize[p], i;
+                if (s->cnt[q + 1] == s->cnt[q]) { ss_v_skip(er, ebg, s->buf, s->j, n); continue; }
+                for (i = 0; i < n; i++) s->buf[i] = i;
+                ss_v_fy(er, ebg, s->buf, s->j, n);
+                int64_t base = s->pstarts[q], src = pstart[p] - f->L0[c];
+                for (e = ea + s->cnt[q]; e < ea + s->cnt[q + 1]; e++) {
+                    i = ss_v_at(o32, o64, e);
+                    out[i] = src + s->buf[want[i] - base];  /* within the node's layout */
+                }
+            }
+        }
+        if (started) pthread_join(th, NULL);
+        if (bad >= 0) return bad;
+        for (c = 0; c <= last && c < nodes; c++) {
+            const int64_t *vals = f->fx + f->fxoff[c];
+            if (f->fxoff[c] < 0) continue;
+            for (e = want_bounds[c]; e < want_bounds[c + 1]; e++) {
+                int64_t i = ss_v_at(o32, o64, e);
+                out[i] = vals[out[i]];
+            }
+        }
+        return -1;
+    }
     """
     ctypedef struct ss_br_space:
         int64_t *a
@@ -2219,6 +2326,24 @@ cdef extern from *:
         int64_t *pstarts
         int64_t *cnt
         int64_t *nx
+    ctypedef struct ss_2s_fixed:
+        ss_raw *r
+        bitgen_t *bg
+        const int64_t *sbegins
+        const int64_t *ssizes
+        int64_t nshards
+        const int64_t *L0
+        const int64_t *L1
+        const int64_t *fxoff
+        int64_t nodes
+        int64_t *fx
+        int64_t *scratch
+        uint32_t *j
+    int64_t ss_py2s_view(ss_2s_fixed *f, int threads, ss_raw *er, bitgen_t *ebg,
+                         const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
+                         int64_t nodes, int64_t *out, const int64_t *want,
+                         const int64_t *want_bounds, int32_t *o32, int64_t *o64, int64_t last,
+                         int exact, ss_2s_space *s) nogil
     int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
                         const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
                         const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
@@ -2556,8 +2681,37 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
     ebit = _bit_generator(epoch_rng)
     if fbit is ebit:
         raise ValueError("fixed_rng and epoch_rng must be different generators")
+    cdef bint pick = want is not None
+    # With places: node ranges, where the wanted nodes' layout values go, shards to draw.
+    cdef ss_2s_fixed f
+    memset(&f, 0, sizeof(f))
+    cum = np.zeros(npieces + 1, np.int64)
+    np.cumsum(pz, out=cum[1:])
+    node_starts = cum[np.asarray(npc)]
+    cdef const int64_t[::1] L0 = node_starts[:nodes].copy()
+    cdef const int64_t[::1] L1 = node_starts[1:].copy()
+    fxoff_arr = np.full(nodes, -1, np.int64)
+    cdef int64_t[::1] fxoff = fxoff_arr
+    cdef int64_t fx_len = largest + largest_shard + 1, drawn = 0, nfixed = nshards
+    cdef bint threads = False
+    if pick:
+        fx_len = 0
+        for c in range(nodes):
+            if wb[c + 1] > wb[c]:
+                fxoff[c] = fx_len
+                fx_len += L1[c] - L0[c]
+        if not exact:
+            # The shards starting before the last wanted node's end.
+            nfixed = 0
+            if last >= 0:
+                while nfixed < nshards and drawn < L1[last]:
+                    drawn += ss[nfixed]
+                    nfixed += 1
+        else:
+            drawn = total
+        threads = _mode == 3 or (_mode == 0 and drawn >= 200_000 and _second_core())
     try:
-        s.fx = <int64_t *>ss_alloc((largest + largest_shard + 1) * sizeof(int64_t))
+        s.fx = <int64_t *>ss_alloc((fx_len + 1) * sizeof(int64_t))
         s.buf = <int64_t *>ss_alloc((draws + 1) * sizeof(int64_t))
         s.perm = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
         s.pstarts = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
@@ -2567,26 +2721,50 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
                 or s.cnt == NULL or s.nx == NULL):
             raise MemoryError()
         s.j = _draw_space(draws)
+        if pick:
+            f.scratch = <int64_t *>ss_alloc((largest_shard + 1) * sizeof(int64_t))
+            if f.scratch == NULL:
+                raise MemoryError()
+            f.j = _draw_space(largest_shard)
         with fbit.lock, ebit.lock:
             fr.open(fixed_rng, _mode, largest_shard)
             er.open(epoch_rng, _mode, most_piece if most_piece > most_pieces else most_pieces)
             try:
-                # One helper (one spare core at most): for the epoch's draws (~0.7 raws a sample).
-                er.help((ps[npc[last + 1] - 1] + pz[npc[last + 1] - 1]
-                         if last >= 0 and npc[last + 1] > 0 else 0) * 7 // 10, _mode)
-                with nogil:
-                    bad = ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
-                                      &sb[0] if nshards else NULL, &ss[0] if nshards else NULL,
-                                      nshards, &ps[0] if npieces else NULL,
-                                      &pz[0] if npieces else NULL, &npc[0], nodes,
-                                      &out[0] if out.shape[0] else NULL, _ptr64(w), _ptr64(wb),
-                                      o32, o64, last, exact, &s)
+                if not pick:
+                    # One helper (one spare core at most) for the epoch's draws (~0.7 raws a
+                    # sample).
+                    er.help(total * 7 // 10, _mode)
+                    with nogil:
+                        bad = ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
+                                          &sb[0] if nshards else NULL,
+                                          &ss[0] if nshards else NULL, nshards,
+                                          &ps[0] if npieces else NULL,
+                                          &pz[0] if npieces else NULL, &npc[0], nodes,
+                                          &out[0] if out.shape[0] else NULL, NULL, NULL,
+                                          NULL, NULL, last, exact, &s)
+                else:
+                    f.r = fr.reader()
+                    f.bg = fr.bg
+                    f.sbegins = &sb[0] if nshards else NULL
+                    f.ssizes = &ss[0] if nshards else NULL
+                    f.nshards = nfixed
+                    f.L0 = &L0[0] if nodes else NULL
+                    f.L1 = &L1[0] if nodes else NULL
+                    f.fxoff = &fxoff[0] if nodes else NULL
+                    f.nodes = nodes
+                    f.fx = s.fx
+                    with nogil:
+                        bad = ss_py2s_view(&f, threads, er.reader(), er.bg,
+                                           &ps[0] if npieces else NULL,
+                                           &pz[0] if npieces else NULL, &npc[0], nodes,
+                                           &out[0] if out.shape[0] else NULL, _ptr64(w),
+                                           _ptr64(wb), o32, o64, last, exact, &s)
             finally:
                 fr.close()
                 er.close()
     finally:
         free(s.fx); free(s.buf); free(s.perm); free(s.pstarts); free(s.cnt); free(s.nx)
-        free(s.j)
+        free(s.j); free(f.scratch); free(f.j)
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
