@@ -1,0 +1,500 @@
+"""One worker's view of py1br, py2s and naive equals indexing the whole shuffle, which equals
+pure-NumPy twins of the reference algorithms; the kernels draw exactly NumPy's draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _shuffle
+from streaming.plan import shuffle as S
+from streaming.plan.shuffle import divide_spans, get_shuffle, shuffle_places
+
+ALGOS = ["py1br", "py2s", "naive"]
+KINDS = [np.random.PCG64, np.random.Philox, np.random.SFC64, np.random.MT19937]
+
+
+# ---- pure-NumPy twins (the reference's NumPy calls, in its order) ----
+
+
+def _twin_py1br(sizes, nc, seed, epoch, block_size):
+    ends = np.cumsum(sizes)
+    spans = list(zip((ends - sizes).tolist(), ends.tolist()))
+    num_samples = int(ends[-1]) if len(ends) else 0
+    np.random.default_rng(seed).shuffle(spans)
+    spans, node_spans = divide_spans(spans, num_samples, nc)
+    rng = np.random.default_rng(seed + epoch)
+    for a, z in node_spans:
+        part = spans[a:z]
+        rng.shuffle(part)
+        spans[a:z] = part
+    low, high = int(0.75 * block_size), int(1.25 * block_size)
+    stagger = rng.integers(0, low, (nc,))
+    ids = np.empty(num_samples, np.int64)
+    stop = 0
+    for node, (a, z) in enumerate(node_spans):
+        start = stop
+        for b, e in spans[a:z]:
+            ids[stop : stop + e - b] = np.arange(b, e)
+            stop += e - b
+        blocks, end = [], start
+        while end < stop:
+            size = rng.integers(low, high)
+            b0, b1 = max(end - stagger[node], start), min(end + size - stagger[node], stop)
+            blocks.append((b0, b1))
+            end += b1 - b0
+        for b0, b1 in blocks:
+            rng.shuffle(ids[b0:b1])
+    return ids
+
+
+def _twin_py2s(sizes, nc, seed, epoch):
+    ends = np.cumsum(sizes)
+    shards = [np.arange(b, e) for b, e in zip((ends - sizes).tolist(), ends.tolist())]
+    fixed = np.random.default_rng(seed)
+    fixed.shuffle(shards)
+    for a in shards:
+        fixed.shuffle(a)
+    total = sum(len(a) for a in shards)
+    parts, k, so_far = [], 0, 0
+    for part in range(nc):
+        end, cur = total * (part + 1) // nc, []
+        while k < len(shards):
+            a = shards[k]
+            if end < so_far + len(a):
+                if so_far < end:
+                    cur.append(a[: end - so_far])
+                    shards[k] = a[end - so_far :]
+                    so_far = end
+                break
+            cur.append(a)
+            k += 1
+            so_far += len(a)
+        parts.append(cur)
+    rng = np.random.default_rng(seed + epoch)
+    out = []
+    for cur in parts:
+        rng.shuffle(cur)
+        for a in cur:
+            rng.shuffle(a)
+        out.extend(cur)
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
+
+
+def _twin_permutation(rng, n):
+    """Generator.permutation(n) from the bit generator's raw outputs, in Python: arange, then
+    for i = n-1 .. 1 a 32-bit word (the low half of a raw, then its buffered high half) masked
+    to i's bit length, rejected while above i; swap."""
+    bit = rng.bit_generator
+    state = bit.state
+    has, half = state["has_uint32"], state["uinteger"]
+    x = np.arange(n, dtype=np.int64)
+    for i in range(n - 1, 0, -1):
+        mask = (1 << i.bit_length()) - 1
+        while True:
+            if has:
+                w, has = half, 0
+            else:
+                raw = int(bit.random_raw())
+                w, half, has = raw & 0xFFFFFFFF, raw >> 32, 1
+            if w & mask <= i:
+                break
+        j = w & mask
+        x[i], x[j] = x[j], x[i]
+    state = bit.state
+    state["has_uint32"], state["uinteger"] = has, half
+    bit.state = state
+    return x
+
+
+def _look_up(full, places):
+    return np.array([full[p] if p >= 0 else -1 for p in places.tolist()], np.int64)
+
+
+def _same_state(a, b) -> bool:
+    sa, sb = a.bit_generator.state, b.bit_generator.state
+
+    def same(u, v):
+        if isinstance(u, dict):
+            return u.keys() == v.keys() and all(same(u[k], v[k]) for k in u)
+        if isinstance(u, np.ndarray):
+            return np.array_equal(u, v)
+        return u == v
+
+    return same(sa, sb)
+
+
+# ---- places ----
+
+
+def _places(data, total, node_bounds):
+    """Random places: spread, in one node (first, last or any), or a run; with -1 padding."""
+    if total == 0:
+        return np.array(data.draw(st.lists(st.just(-1), max_size=3)), np.int64)
+    how = data.draw(st.sampled_from(["spread", "first", "last", "node", "run", "all"]))
+    nodes = [(int(a), int(b)) for a, b in zip(node_bounds[:-1], node_bounds[1:]) if b > a]
+    if how == "all":
+        return np.arange(total, dtype=np.int64)
+    if how == "spread":
+        lo, hi = 0, total
+    elif how == "first":
+        lo, hi = nodes[0]
+    elif how == "last":
+        lo, hi = nodes[-1]
+    elif how == "node":
+        lo, hi = data.draw(st.sampled_from(nodes))
+    else:
+        lo = data.draw(st.integers(0, total - 1))
+        hi = min(total, lo + 40)
+        pads = np.full(data.draw(st.integers(0, 2)), -1, np.int64)
+        return np.concatenate([np.arange(lo, hi, dtype=np.int64), pads])
+    places = data.draw(st.lists(st.integers(lo, hi - 1), max_size=50))
+    pads = data.draw(st.lists(st.just(-1), max_size=3))
+    return np.array(places + pads, np.int64)
+
+
+def _node_bounds(algo, sizes, nc, seed):
+    if algo == "py2s":
+        _, _, layout, _ = S._py2s_setup(sizes, nc, seed, 0)
+        return np.concatenate([[0], np.cumsum(layout[3])])[layout[4]]
+    _, span_sizes, node_spans, _, _ = S._node_spans(sizes, nc, seed, 0)
+    return np.concatenate([[0], np.cumsum(span_sizes)])[S._bounds(node_spans)]
+
+
+sizes_st = st.lists(
+    st.one_of(st.just(0), st.integers(1, 40), st.integers(41, 700)), min_size=1, max_size=10
+)
+seeds_st = st.one_of(st.integers(0, 2**32 - 1), st.integers(2**32, 2**64))
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    algo=st.sampled_from(ALGOS),
+    sizes=sizes_st,
+    nc=st.integers(1, 14),
+    seed=seeds_st,
+    epoch=st.integers(0, 5),
+    block=st.integers(2, 1200),
+    data=st.data(),
+)
+def test_views_equal_indexing_the_twins(algo, sizes, nc, seed, epoch, block, data):
+    sizes = np.array(sizes, np.int64)
+    if algo == "py1br":
+        twin = _twin_py1br(sizes, nc, seed, epoch, block)
+    elif algo == "py2s":
+        twin = _twin_py2s(sizes, nc, seed, epoch)
+    else:
+        twin = np.random.default_rng(seed + epoch).permutation(int(sizes.sum()))
+    full = get_shuffle(algo, sizes, nc, seed, epoch, block)
+    assert np.array_equal(full, twin)
+    places = _places(data, len(full), _node_bounds(algo, sizes, nc, seed))
+    expect = _look_up(full, places)
+    got = shuffle_places(algo, sizes, nc, seed, epoch, block, places.copy())
+    assert np.array_equal(got, expect)
+    given_away = places.copy()
+    got = shuffle_places(algo, sizes, nc, seed, epoch, block, given_away, overwrite=True)
+    assert np.array_equal(got, expect)
+
+
+def test_more_nodes_than_samples_and_one_shard():
+    for algo in ALGOS:
+        for sizes in ([5], [3, 0, 4], [0, 0, 7, 0], [1]):
+            sizes = np.array(sizes, np.int64)
+            for nc in (1, 3, 9, 50):
+                full = get_shuffle(algo, sizes, nc, 2**40 + 3, 1, 4)
+                places = np.concatenate([np.arange(len(full))[::-1], [-1]])
+                got = shuffle_places(algo, sizes, nc, 2**40 + 3, 1, 4, places)
+                assert np.array_equal(got[:-1], full[::-1]) and got[-1] == -1
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_views_reject_places_outside_the_epoch(algo):
+    with pytest.raises(ValueError, match="outside"):
+        shuffle_places(algo, np.array([5, 5], np.int64), 2, 0, 0, 10, np.array([3, 10]))
+
+
+# ---- kernels: every draw path, generator left where NumPy leaves it ----
+
+
+def _py1br_kernel_args(sizes, nc, seed, epoch, block, kind):
+    # As _py1br_setup, from a generator of any kind (the span reorder and stagger drawn by NumPy).
+    begins, span_sizes, node_spans, _, n = S._node_spans(sizes, nc, seed, epoch)
+    order_rng = np.random.Generator(kind(seed + epoch))
+    for a, z in node_spans:  # the span reorder's draws (values unused: only the rng's position)
+        if z - a > 1:
+            order_rng.shuffle(np.arange(z - a))
+    low, high = int(0.75 * block), int(1.25 * block)
+    stagger = order_rng.integers(0, low, (nc,))
+    return begins, span_sizes, S._bounds(node_spans), stagger, low, max(high, low + 1), order_rng
+
+
+def _rng_copy(rng):
+    twin = np.random.Generator(type(rng.bit_generator)())
+    twin.bit_generator.state = rng.bit_generator.state
+    return twin
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 900), min_size=1, max_size=8),
+    nc=st.integers(1, 6),
+    seed=seeds_st,
+    block=st.integers(3, 1500),
+    kind=st.sampled_from(KINDS),
+    mode=st.sampled_from([0, 1, 2, 3]),
+    pre=st.booleans(),
+    data=st.data(),
+)
+def test_py1br_kernel_every_path(sizes, nc, seed, block, kind, mode, pre, data):
+    if kind is not np.random.PCG64 and mode >= 2:
+        mode = 1
+    sizes = np.array(sizes, np.int64)
+    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+        sizes, nc, seed, 0, block, kind
+    )
+    if pre:
+        rng.integers(0, 2**31)  # a buffered 32-bit half
+    n = int(span_sizes.sum())
+    twin_rng = _rng_copy(rng)
+    layout = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)] or [[]])
+    twin = layout.astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(span_sizes)])
+    _shuffle.shuffle_blocks_py1br(
+        twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
+    )
+    # The whole epoch, exact.
+    rng_full = _rng_copy(rng)
+    out = np.empty(n, np.int64)
+    _shuffle.py1br_places(rng_full, begins, span_sizes, bounds, stagger, low, high, out, _mode=mode)
+    assert np.array_equal(out, twin)
+    assert _same_state(rng_full, twin_rng)
+    # Some places, exact or not (with or without an order).
+    places = _places(data, n, starts[bounds])
+    expect = _look_up(twin, places)
+    for exact in (True, False):
+        r = _rng_copy(rng)
+        got = np.empty(len(places), np.int64)
+        want_bounds, order = _shuffle.group_places(places, starts[bounds], got)
+        _shuffle.py1br_places(
+            r,
+            begins,
+            span_sizes,
+            bounds,
+            stagger,
+            low,
+            high,
+            got,
+            places,
+            want_bounds,
+            order,
+            exact=exact,
+            _mode=mode,
+        )
+        assert np.array_equal(got, expect)
+        if exact:
+            assert _same_state(r, twin_rng)
+
+
+def _py2s_twin_kernels(fixed, epoch, layout, n):
+    # The previous (oracle-verified) py2s: the layout, then per node piece order and pieces.
+    sb, ss, ps, pz, npc = layout
+    lay = np.empty(n, np.int64)
+    _shuffle.shuffle_spans(fixed, sb, ss, lay)
+    ids = np.empty(n, np.int64)
+    off = 0
+    for c in range(len(npc) - 1):
+        a, z = int(npc[c]), int(npc[c + 1])
+        order = np.arange(z - a)
+        if z - a > 1:
+            epoch.shuffle(order)
+        m = int(pz[a:z].sum())
+        _shuffle.gather_shuffle_pieces(
+            epoch, lay, ps[a:z][order].copy(), pz[a:z][order].copy(), ids[off : off + m]
+        )
+        off += m
+    return ids
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 900), min_size=1, max_size=8),
+    nc=st.integers(1, 12),
+    seed=seeds_st,
+    kind=st.sampled_from(KINDS),
+    mode=st.sampled_from([0, 1, 2, 3]),
+    data=st.data(),
+)
+def test_py2s_kernel_every_path(sizes, nc, seed, kind, mode, data):
+    if kind is not np.random.PCG64 and mode >= 2:
+        mode = 1
+    sizes = np.array(sizes, np.int64)
+    fixed0, _, layout, n = S._py2s_setup(sizes, nc, seed, 0)
+    fixed = np.random.Generator(kind(seed))
+    fixed.shuffle(np.arange(len(sizes)))  # the shard reorder's draws (its order is layout's)
+    epoch = np.random.Generator(kind(seed + 1))
+    tf, te = _rng_copy(fixed), _rng_copy(epoch)
+    twin = _py2s_twin_kernels(tf, te, layout, n)
+    f, e = _rng_copy(fixed), _rng_copy(epoch)
+    out = np.empty(n, np.int64)
+    _shuffle.py2s_places(f, e, *layout, out, _mode=mode)
+    assert np.array_equal(out, twin)
+    assert _same_state(f, tf) and _same_state(e, te)
+    node_bounds = np.concatenate([[0], np.cumsum(layout[3])])[layout[4]]
+    places = _places(data, n, node_bounds)
+    expect = _look_up(twin, places)
+    for exact in (True, False):
+        f, e = _rng_copy(fixed), _rng_copy(epoch)
+        got = np.empty(len(places), np.int64)
+        want_bounds, order = _shuffle.group_places(places, node_bounds, got)
+        _shuffle.py2s_places(
+            f, e, *layout, got, places, want_bounds, order, exact=exact, _mode=mode
+        )
+        assert np.array_equal(got, expect)
+        if exact:
+            assert _same_state(f, tf) and _same_state(e, te)
+
+
+@pytest.mark.parametrize("mode", [0, 2, 3])
+@pytest.mark.parametrize("algo", ["py1br", "py2s"])
+def test_large_views_take_the_raw_skip_and_helper_paths(algo, mode):
+    # ~1.2M samples: bulk raw reads, count-only skips of whole nodes and of blocks/pieces
+    # (SSE block counting on long runs of words), the helper / second thread (mode 3 forces
+    # it; mode 0 takes it when a second core is there); places in one late node, and spread.
+    sizes = np.full(120, 10_000, np.int64)
+    sizes[7] = 0
+    nc, seed, block = 8, 2**33 + 5, 60_000
+    if algo == "py1br":
+        begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+            sizes, nc, seed, 2, block, np.random.PCG64
+        )
+        n = int(span_sizes.sum())
+        starts = np.concatenate([[0], np.cumsum(span_sizes)])
+        twin = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)])
+        twin_rng = _rng_copy(rng)
+        _shuffle.shuffle_blocks_py1br(
+            twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
+        )
+        node_bounds = starts[bounds]
+    else:
+        fixed, epoch, layout, n = S._py2s_setup(sizes, nc, seed, 2)
+        tf, te = _rng_copy(fixed), _rng_copy(epoch)
+        twin = _py2s_twin_kernels(tf, te, layout, n)
+        node_bounds = np.concatenate([[0], np.cumsum(layout[3])])[layout[4]]
+    gen = np.random.default_rng(0)
+    late = np.arange(node_bounds[6], node_bounds[7])[::3]
+    spread = gen.choice(n, 50_000)
+    for places in (late, spread, np.array([node_bounds[7] - 1])):
+        places = places.astype(np.int64)
+        for exact in (True, False):
+            got = np.empty(len(places), np.int64)
+            want_bounds, order = _shuffle.group_places(places, node_bounds, got)
+            if algo == "py1br":
+                r = _rng_copy(rng)
+                _shuffle.py1br_places(
+                    r,
+                    begins,
+                    span_sizes,
+                    bounds,
+                    stagger,
+                    low,
+                    high,
+                    got,
+                    places,
+                    want_bounds,
+                    order,
+                    exact=exact,
+                    _mode=mode,
+                )
+                ok_state = not exact or _same_state(r, twin_rng)
+            else:
+                f, e = _rng_copy(fixed), _rng_copy(epoch)
+                _shuffle.py2s_places(
+                    f, e, *layout, got, places, want_bounds, order, exact=exact, _mode=mode
+                )
+                ok_state = not exact or (_same_state(f, tf) and _same_state(e, te))
+            assert np.array_equal(got, twin[places])
+            assert ok_state
+
+
+def test_kernels_reject_bad_groupings():
+    sizes = np.array([10, 10], np.int64)
+    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+        sizes, 2, 1, 0, 8, np.random.PCG64
+    )
+    out = np.empty(3, np.int64)
+    places = np.array([1, 2, 19], np.int64)
+    with pytest.raises(ValueError, match="want_bounds"):
+        _shuffle.py1br_places(
+            rng, begins, span_sizes, bounds, stagger, low, high, out, places, np.array([0, 3])
+        )
+    with pytest.raises(ValueError, match="outside its node"):
+        # Claimed all in node 0: the place 19 is in node 1.
+        _shuffle.py1br_places(
+            rng, begins, span_sizes, bounds, stagger, low, high, out, places, np.array([0, 3, 3])
+        )
+    with pytest.raises(ValueError, match="epoch holds"):
+        _shuffle.py1br_places(rng, begins, span_sizes, bounds, stagger, low, high, out)
+    fixed, epoch, layout, n = S._py2s_setup(sizes, 2, 1, 0)
+    with pytest.raises(ValueError, match="outside its node"):
+        _shuffle.py2s_places(fixed, epoch, *layout, out, places, np.array([0, 3, 3]), None)
+    with pytest.raises(ValueError, match="different generators"):
+        _shuffle.py2s_places(fixed, fixed, *layout, np.empty(n, np.int64))
+    with pytest.raises(ValueError, match="crosses a shard"):
+        sb, ss, ps, pz, npc = layout
+        _shuffle.py2s_places(
+            fixed,
+            epoch,
+            sb,
+            ss,
+            np.array([0, 5]),
+            np.array([5, 15]),
+            np.array([0, 2]),
+            np.empty(n, np.int64),
+        )
+
+
+# ---- naive ----
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.one_of(st.integers(0, 40), st.integers(41, 2500)),
+    seed=seeds_st,
+    pre=st.booleans(),
+    kind=st.sampled_from(KINDS),
+    mode=st.sampled_from([0, 1, 2]),
+)
+def test_permutation_equals_twin_and_numpy(n, seed, pre, kind, mode):
+    if kind is not np.random.PCG64 and mode == 2:
+        mode = 1
+    ours, numpys = np.random.Generator(kind(seed)), np.random.Generator(kind(seed))
+    if pre:
+        ours.integers(0, 2**31)
+        numpys.integers(0, 2**31)
+    expect = numpys.permutation(n)
+    got = _shuffle.permutation(ours, n, _mode=mode)
+    assert got.dtype == np.int64 and np.array_equal(got, expect)
+    assert _same_state(ours, numpys)
+    if kind is np.random.PCG64:
+        twin_rng = np.random.Generator(kind(seed))
+        if pre:
+            twin_rng.integers(0, 2**31)
+        assert np.array_equal(_twin_permutation(twin_rng, n), expect)
+        assert _same_state(twin_rng, numpys)
+
+
+@pytest.mark.parametrize("n", [4095, 4097, 8193, 300_000])
+@pytest.mark.parametrize("mode", [0, 1])
+def test_permutation_across_draw_chunks(n, mode):
+    # Draws are made 4096 at a time with the swaps' far ends prefetched across chunks.
+    ours, numpys = np.random.default_rng(n), np.random.default_rng(n)
+    assert np.array_equal(_shuffle.permutation(ours, n, _mode=mode), numpys.permutation(n))
+    assert _same_state(ours, numpys)
+    places = np.array([0, n - 1, -1, n // 2, 7, 7], np.int64)
+    full = np.random.default_rng(n).permutation(n)
+    got = _shuffle.permutation(np.random.default_rng(n), n, places, _mode=mode)
+    assert np.array_equal(got, np.where(places >= 0, full[np.maximum(places, 0)], -1))
+    with pytest.raises(ValueError, match="outside the epoch"):
+        _shuffle.permutation(np.random.default_rng(n), n, np.array([n]))
