@@ -2778,7 +2778,7 @@ cdef extern from *:
        over an epoch-sized array nearly every swap misses the caches, and the misses of
        independent swaps then overlap. */
     #define SS_PK 4096
-    #define SS_PD 48
+    #define SS_PD 128
     static int64_t ss_perm_draws(ss_raw *r, bitgen_t *bg, int64_t i, int64_t cnt, int64_t *jr) {
         int64_t t = 0;
         while (t < cnt && (r == NULL || i > (int64_t)0xFFFFFFFFLL)) {
@@ -2817,6 +2817,13 @@ cdef extern from *:
     }
     /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
        each fresh page costs a fault), arange(n) shuffled. */
+    /* Read, then written, soon: into the L2 (measured here: better than into the L1 or
+       non-temporal, 48-160 swaps ahead about alike). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SS_PREFETCH_M(p) __builtin_prefetch((p), 1, 1)
+    #else
+    #define SS_PREFETCH_M(p) ((void)0)
+    #endif
     #define SS_PERMUTATION(NAME, T)                                                          \
     static void NAME(ss_raw *r, bitgen_t *bg, T *x, int64_t n, int64_t *ja, int64_t *jb) {   \
         int64_t i, t, cnt, next;                                                             \
@@ -2830,8 +2837,8 @@ cdef extern from *:
             if (ncnt > 0) nnext = ss_perm_draws(r, bg, next, ncnt, jb);                      \
             for (t = 0; t < cnt; t++) {                                                      \
                 int64_t ahead = t + SS_PD;                                                   \
-                if (ahead < cnt) SS_PREFETCH_W(&x[ja[ahead]]);                               \
-                else if (ahead - cnt < ncnt) SS_PREFETCH_W(&x[jb[ahead - cnt]]);             \
+                if (ahead < cnt) SS_PREFETCH_M(&x[ja[ahead]]);                               \
+                else if (ahead - cnt < ncnt) SS_PREFETCH_M(&x[jb[ahead - cnt]]);             \
                 int64_t a = i - t, b = ja[t];                                                \
                 T v = x[a];                                                                  \
                 x[a] = x[b]; x[b] = v;                                                       \
