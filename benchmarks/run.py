@@ -295,7 +295,7 @@ def plan_cases(args: argparse.Namespace, data: Data) -> list[tuple[str, str, dic
         sizes = args.plan_sizes or PLAN_SIZES[q]
         for n in sizes:
             for nc in (8, 64):
-                for algo in ("py1e", "py1s"):
+                for algo in ("py1e", "py1s", "py1br", "py2s", "naive"):
                     cases.append(
                         (
                             "plan",

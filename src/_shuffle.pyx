@@ -2104,12 +2104,10 @@ cdef extern from *:
 
     /* ---- py2s: a fixed layout (shards in run order, each shuffled by the run's generator),
        cut into pieces at node boundaries; per node the epoch's generator orders its pieces,
-       then shuffles each ----
-       fr/fbg draw the layout, er/ebg the epoch. Node c is places [L0, L1) of the layout as of
-       the epoch; the layout's values there are kept in fx (places [fxa, fxb), at most a node
-       and a shard). A shard overlapping no node with wanted places is only drawn past, as is a
-       piece without them; nothing past the last node needed is drawn unless exact (then both
-       generators end where NumPy's calls leave them). Returns -1, -2 or a bad entry. */
+       then shuffles each (the whole epoch; with places wanted see ss_py2s_view) ----
+       fr/fbg draw the layout, er/ebg the epoch, node by node: node c is places [L0, L1) of the
+       layout as of the epoch; the layout's values there are kept in fx (places [fxa, fxb), at
+       most a node and a shard). Both generators end where NumPy's calls leave them. */
     typedef struct {
         int64_t *fx;             /* layout values: largest node + largest shard */
         int64_t *buf;            /* a piece (largest piece), or scratch for generic skips */
@@ -2118,85 +2116,42 @@ cdef extern from *:
         int64_t *pstarts;        /* its pieces' first places, in that order (+ 1) */
         int64_t *cnt, *nx;
     } ss_2s_space;
-    static int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
-                               const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
-                               const int64_t *pstart, const int64_t *psize,
-                               const int64_t *node_pieces, int64_t nodes, int64_t *out,
-                               const int64_t *want, const int64_t *want_bounds,
-                               int32_t *o32, int64_t *o64, int64_t last, int exact,
-                               ss_2s_space *s) {
-        int64_t c, k, q, e, fs = 0, fpos = 0, fxa = 0, fxb = 0;
+    static void ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
+                            const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
+                            const int64_t *pstart, const int64_t *psize,
+                            const int64_t *node_pieces, int64_t nodes, int64_t *out,
+                            ss_2s_space *s) {
+        int64_t c, k, q, fs = 0, fpos = 0, fxa = 0, fxb = 0;
         for (c = 0; c < nodes; c++) {
-            if (c > last && !exact) break;
             int64_t pa = node_pieces[c], pz = node_pieces[c + 1], m = pz - pa;
             if (pa == pz) continue;  /* no samples, no draws (one piece would draw none) */
             int64_t L0 = pstart[pa], L1 = pstart[pz - 1] + psize[pz - 1];
-            int wanted = want == NULL || want_bounds[c + 1] > want_bounds[c];
             /* The layout's values for [L0, L1): drop those before L0, draw shards up to L1. */
             if (L0 > fxa) {
-                if (fxb > L0) memmove(s->fx, s->fx + (L0 - fxa), (size_t)(fxb - L0) * sizeof(int64_t));
+                if (fxb > L0)
+                    memmove(s->fx, s->fx + (L0 - fxa), (size_t)(fxb - L0) * sizeof(int64_t));
                 fxa = L0;
                 if (fxb < L0) fxb = L0;
             }
             while (fs < nshards && fpos < L1) {
-                int64_t n = ssizes[fs], le = fpos + n, d = c;
-                /* Needed if a node it overlaps (c .. the one holding le - 1) has wanted places. */
-                int need = want == NULL;
-                /* (Nodes without pieces hold no places; they may lie inside the shard.) */
-                for (; !need && d < nodes; d++) {
-                    if (d > c && node_pieces[d] < node_pieces[d + 1] &&
-                        pstart[node_pieces[d]] >= le)
-                        break;
-                    need = want_bounds[d + 1] > want_bounds[d];
-                }
-                if (need) {
-                    int64_t *dst = s->fx + (fpos - fxa), b = sbegins[fs];
-                    for (k = 0; k < n; k++) dst[k] = b + k;
-                    ss_v_fy(fr, fbg, dst, s->j, n);
-                } else {
-                    ss_v_skip(fr, fbg, s->fx + (fpos - fxa), s->j, n);
-                }
-                fpos = le; fxb = le; fs++;
+                int64_t n = ssizes[fs], b = sbegins[fs], *dst = s->fx + (fpos - fxa);
+                for (k = 0; k < n; k++) dst[k] = b + k;
+                ss_v_fy(fr, fbg, dst, s->j, n);
+                fpos += n; fxb = fpos; fs++;
             }
             /* The epoch: piece order, then each piece. */
             for (q = 0; q < m; q++) s->perm[q] = q;
             if (m > 1) ss_v_fy(er, ebg, s->perm, s->j, m);
             int64_t off = L0;
-            for (q = 0; q < m; q++) { s->pstarts[q] = off; off += psize[pa + s->perm[q]]; }
-            s->pstarts[m] = off;
-            if (want == NULL) {
-                for (q = 0; q < m; q++) {
-                    int64_t p = pa + s->perm[q], n = psize[p];
-                    int64_t *dst = out + s->pstarts[q];
-                    memcpy(dst, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
-                    ss_v_fy(er, ebg, dst, s->j, n);
-                }
-                continue;
-            }
-            int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
-            if (!wanted) {
-                for (q = 0; q < m; q++) ss_v_skip(er, ebg, s->buf, s->j, psize[pa + s->perm[q]]);
-                continue;
-            }
-            e = ss_v_bucket(want, o32, o64, ea, ez, L0, L1, s->pstarts, m, s->cnt, s->nx);
-            if (e >= 0) return e;
             for (q = 0; q < m; q++) {
-                int64_t p = pa + s->perm[q], n = psize[p];
-                if (s->cnt[q + 1] == s->cnt[q]) { ss_v_skip(er, ebg, s->buf, s->j, n); continue; }
-                memcpy(s->buf, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
-                ss_v_fy(er, ebg, s->buf, s->j, n);
-                int64_t base = s->pstarts[q];
-                for (e = ea + s->cnt[q]; e < ea + s->cnt[q + 1]; e++) {
-                    int64_t i = ss_v_at(o32, o64, e);
-                    out[i] = s->buf[want[i] - base];
-                }
+                int64_t p = pa + s->perm[q], n = psize[p], *dst = out + off;
+                memcpy(dst, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
+                ss_v_fy(er, ebg, dst, s->j, n);
+                off += n;
             }
         }
-        if (exact) {
-            /* The layout's shards after the last node (empty ones: no draws), as NumPy makes. */
-            for (; fs < nshards; fs++) ss_v_skip(fr, fbg, s->fx, s->j, ssizes[fs]);
-        }
-        return -1;
+        /* The layout's shards after the last node (empty ones: no draws), as NumPy makes. */
+        for (; fs < nshards; fs++) ss_v_skip(fr, fbg, s->fx, s->j, ssizes[fs]);
     }
 
     /* ---- py2s with places wanted: the run's draws and the epoch's on two threads ----
@@ -2344,12 +2299,10 @@ cdef extern from *:
                          int64_t nodes, int64_t *out, const int64_t *want,
                          const int64_t *want_bounds, int32_t *o32, int64_t *o64, int64_t last,
                          int exact, ss_2s_space *s) nogil
-    int64_t ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
-                        const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
-                        const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
-                        int64_t nodes, int64_t *out, const int64_t *want,
-                        const int64_t *want_bounds, int32_t *o32, int64_t *o64,
-                        int64_t last, int exact, ss_2s_space *s) nogil
+    void ss_py2s_run(ss_raw *fr, bitgen_t *fbg, ss_raw *er, bitgen_t *ebg,
+                     const int64_t *sbegins, const int64_t *ssizes, int64_t nshards,
+                     const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
+                     int64_t nodes, int64_t *out, ss_2s_space *s) nogil
 
 
 cdef tuple _grouping(object want, object want_bounds, object order, Py_ssize_t groups,
@@ -2735,13 +2688,11 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
                     # sample).
                     er.help(total * 7 // 10, _mode)
                     with nogil:
-                        bad = ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
-                                          &sb[0] if nshards else NULL,
-                                          &ss[0] if nshards else NULL, nshards,
-                                          &ps[0] if npieces else NULL,
-                                          &pz[0] if npieces else NULL, &npc[0], nodes,
-                                          &out[0] if out.shape[0] else NULL, NULL, NULL,
-                                          NULL, NULL, last, exact, &s)
+                        ss_py2s_run(fr.reader(), fr.bg, er.reader(), er.bg,
+                                    &sb[0] if nshards else NULL, &ss[0] if nshards else NULL,
+                                    nshards, &ps[0] if npieces else NULL,
+                                    &pz[0] if npieces else NULL, &npc[0], nodes,
+                                    &out[0] if out.shape[0] else NULL, &s)
                 else:
                     f.r = fr.reader()
                     f.bg = fr.bg

@@ -38,6 +38,43 @@ def shuffle_nodes(
     _mode: int = ...,
     scout: Scout | None = ...,
 ) -> bool: ...
+def py1br_places(
+    rng: np.random.Generator,
+    begins: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    node_spans: NDArray[np.int64],
+    stagger: NDArray[np.int64],
+    low: int,
+    high: int,
+    out: NDArray[np.int64],
+    want: NDArray[np.int64] | None = ...,
+    want_bounds: NDArray[np.int64] | None = ...,
+    order: NDArray[np.int64] | NDArray[np.int32] | None = ...,
+    exact: bool = ...,
+    _mode: int = ...,
+) -> None: ...
+def py2s_places(
+    fixed_rng: np.random.Generator,
+    epoch_rng: np.random.Generator,
+    shard_begins: NDArray[np.int64],
+    shard_sizes: NDArray[np.int64],
+    piece_starts: NDArray[np.int64],
+    piece_sizes: NDArray[np.int64],
+    node_pieces: NDArray[np.int64],
+    out: NDArray[np.int64],
+    want: NDArray[np.int64] | None = ...,
+    want_bounds: NDArray[np.int64] | None = ...,
+    order: NDArray[np.int64] | NDArray[np.int32] | None = ...,
+    exact: bool = ...,
+    _mode: int = ...,
+) -> None: ...
+def permutation(
+    rng: np.random.Generator,
+    n: int,
+    places: NDArray[np.int64] | None = ...,
+    out: NDArray[np.int64] | None = ...,
+    _mode: int = ...,
+) -> NDArray[np.int64]: ...
 def group_places(
     places: NDArray[np.int64],
     node_starts: NDArray[np.int64],

@@ -10,7 +10,8 @@ by position with a stable sort, so positions that tie exactly (probability ~1e-9
 keep their index order, where the reference's unstable ``argsort`` is platform-defined.
 
 ``shuffle_places`` looks up one worker's places of the shuffle without holding the whole epoch's
-shuffle for ``py1s``/``py1e`` (memory: one canonical node).
+shuffle for ``py1s``/``py1e``/``py1br``/``py2s`` (memory: about one canonical node); for
+``naive`` the permutation is drawn whole (in int32 below ``2**31`` samples) and looked up.
 
 The assignment of shards to canonical nodes is fixed over a run (seeded by ``seed``); the order
 within each canonical node changes every epoch (seeded by ``seed + epoch``).
@@ -359,8 +360,11 @@ def shuffle_places(
     built in turn in reused scratch and only the wanted places are kept, so memory is one node's
     worth plus ``places``. A node holding none of the places is only drawn past (its draws are
     still made, in order, but neither laid out nor sorted; with NumPy's PCG64 its py1e shifts are
-    jumped over), and nodes after the last one needed are not drawn at all. A share of a quarter
-    of the epoch or more, and other algorithms, build the whole shuffle and index it.
+    jumped over), and nodes after the last one needed are not drawn at all. For these two, a
+    share of a quarter of the epoch or more builds the whole shuffle and indexes it. ``py1br``
+    and ``py2s`` work the same way at any share (``_shuffle.py1br_places``/``py2s_places``:
+    blocks, shards and pieces without wanted places are only drawn past); ``naive`` draws the
+    whole permutation, then looks the places up (``_shuffle.permutation``).
 
     ``places`` may be given as a function computing them: for ``py1s`` it is called once a
     scout (``_shuffle.Scout``) is reading the epoch's first draws on a second core, so the
