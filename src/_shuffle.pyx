@@ -2370,7 +2370,13 @@ cdef class _Reader:
         memset(&self.r, 0, sizeof(self.r))
 
     cdef int open(self, object rng, int mode, Py_ssize_t largest) except -1:
+        # Mode 3 (tests: helper threads forced) takes the generic path for other bit generators.
+        global _PCG64
         self.bit = _bit_generator(rng)
+        if mode == 3:
+            _raw_mode(self.bit, 0, 0)  # imports PCG64
+            if type(self.bit) is not _PCG64:
+                mode = 1
         self.raw = _raw_mode(self.bit, mode, largest)
         self.bg = _bitgen(self.bit)
         if self.raw:
@@ -2459,7 +2465,8 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         out (NDArray[np.int64]): The epoch, or the values at the wanted places.
         want, want_bounds, order: The wanted places, grouped by node (optional).
         exact (bool): Leave ``rng`` where NumPy's calls would. Defaults to ``True``.
-        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+        _mode (int): Tests only: 0 picks, 1 the generic path, 2 the raw path, 3 the raw path
+            with a helper thread making raws (the generic path for other bit generators).
     """
     cdef const int64_t[::1] b = np.ascontiguousarray(begins, np.int64)
     cdef const int64_t[::1] sz = np.ascontiguousarray(sizes, np.int64)
@@ -2566,7 +2573,8 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
         out (NDArray[np.int64]): The epoch, or the values at the wanted places.
         want, want_bounds, order: The wanted places, grouped by node (optional).
         exact (bool): Leave both generators where NumPy's calls would. Defaults to ``True``.
-        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+        _mode (int): Tests only: 0 picks, 1 the generic path, 2 the raw path, 3 the layout drawn
+            on a second thread (raw path; generic for other bit generators).
     """
     cdef const int64_t[::1] sb = np.ascontiguousarray(shard_begins, np.int64)
     cdef const int64_t[::1] ss = np.ascontiguousarray(shard_sizes, np.int64)

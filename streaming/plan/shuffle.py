@@ -468,7 +468,11 @@ def _view_naive(
     _check_args(num_canonical_nodes, seed, epoch)
     if len(places) == n and _plan.is_arange(places):
         return get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
-    out = places if overwrite and places.flags.writeable else None
+    out = places if overwrite and places.flags.writeable else places.copy()
+    if n >= 1 << 31:  # an int64 permutation: looked up in place
+        full = get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+        _plan.compose_ids(out, full, None)
+        return out
     return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out)
 
 
