@@ -266,11 +266,6 @@ cdef extern from *:
     #define SP_SLOTS 4
     #define SP_RAWS 32768            /* the slots fill a 1 MB L2 (measured best of 8K-64K) */
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
-    #ifdef MAP_POPULATE
-    #define SS_POPULATE MAP_POPULATE
-    #else
-    #define SS_POPULATE 0
-    #endif
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
     #define SP_SLOW_NS 200000        /* a sub-block (~50 us) taking this long: the helper shares a
@@ -353,6 +348,13 @@ cdef extern from *:
     static void *ss_pref_main(void *arg) {
         ss_pref *p = (ss_pref *)arg;
         int k, s, g;
+        /* The helper's slots are fresh memory: their pages are faulted in here, on the helper's
+           core, before any fill is timed (SP_SLOW_NS). Nobody else writes a slot before the
+           helper first claims one (the reader steals only beside a slot the helper fills). */
+        for (size_t b = 0; b < (size_t)SP_SLOTS * SP_RAWS * sizeof(uint64_t); b += 4096) {
+            if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
+            ((volatile char *)p->bufs)[b] = 0;
+        }
         pthread_mutex_lock(&p->mu);
         while (!p->stop) {
             s = g = -1;
@@ -508,10 +510,10 @@ cdef extern from *:
     static int ss_pref_start(ss_raw *r, bitgen_t **gen, void **ctx) {
         ss_pref *p = (ss_pref *)calloc(1, sizeof(ss_pref));
         if (p == NULL) return -1;
-        /* Mapped with its pages in place: the helper's first fills would otherwise fault them
-           in and look like a descheduled helper (SP_SLOW_NS). */
+        /* Not populated here (fresh pages cost the reader's core ~0.5 ms a MB): the helper
+           faults its slots in itself before it fills any (ss_pref_main), the reader its own. */
         void *bufs = mmap(NULL, SP_BYTES, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | SS_POPULATE, -1, 0);
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (bufs == MAP_FAILED) { free(p); return -1; }
         p->bufs = (uint64_t *)bufs;
         pthread_mutex_init(&p->mu, NULL);
@@ -1958,3 +1960,62 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
                 d += 1
     return bounds_arr, order_arr
 
+
+
+def ascending_bounds(const int64_t[:] places, const int64_t[:] node_starts):
+    """``group_places`` without an order, when none is needed: if the places are ascending
+    (non-decreasing) up to some ``m`` and negative from there on (padding at the end, as one
+    worker's share of a lone canonical node is), the grouping is the identity over
+    ``places[:m]`` and only its bounds are found (no pass per place but the check, no fresh
+    order array).
+
+    Args:
+        places (NDArray[np.int64]): Places of the epoch, or negative for none.
+        node_starts (NDArray[np.int64]): ``num_groups + 1`` ascending first places of each
+            span (or node; the last: the number of places in the epoch).
+
+    Returns:
+        Tuple[int, NDArray[np.int64]] | None: ``m`` and ``want_bounds`` (``num_groups + 1``
+            offsets into ``places[:m]``), or ``None`` if the places are not of that form.
+
+    Raises:
+        ValueError: If a place is past the epoch, or the groups do not ascend from 0.
+    """
+    cdef Py_ssize_t num_nodes = node_starts.shape[0] - 1, k, lo, hi, mid
+    cdef Py_ssize_t n = places.shape[0], m = 0
+    cdef bint ok = True
+    if num_nodes < 1 or node_starts[0] != 0:
+        raise ValueError("node_starts must start at 0 and name at least one node")
+    for k in range(num_nodes):
+        if node_starts[k + 1] < node_starts[k]:
+            raise ValueError("node_starts must ascend")
+    cdef int64_t total = node_starts[num_nodes], prev = 0
+    with nogil:
+        while m < n and places[m] >= prev:
+            prev = places[m]
+            m += 1
+        for k in range(m, n):
+            if places[k] >= 0:
+                ok = False
+                break
+    if not ok:
+        return None
+    if m and places[m - 1] >= total:
+        raise ValueError(f"place {places[m - 1]} is outside the epoch of {total}")
+    bounds_arr = np.empty(num_nodes + 1, np.int64)
+    cdef int64_t[::1] bounds = bounds_arr
+    with nogil:
+        # The first entry at or past each group's start (binary search: few groups, many places).
+        lo = 0
+        for k in range(num_nodes + 1):
+            hi = m
+            while lo < hi:
+                mid = lo + (hi - lo) // 2
+                if places[mid] < node_starts[k]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bounds[k] = lo
+        bounds[0] = 0
+        bounds[num_nodes] = m
+    return m, bounds_arr

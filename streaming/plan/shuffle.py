@@ -394,7 +394,16 @@ def shuffle_places(
     out = places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
     # Grouped by span: py1s keeps a span's places as soon as it is shuffled. ``places`` stays
     # the kernel's list of places even when it is ``out`` (each is read before it is replaced).
-    want_bounds, order = _shuffle.group_places(places, span_starts, out)
+    # Ascending places (then padding) are grouped as they are: only the spans' bounds are found.
+    result = out
+    ascending = _shuffle.ascending_bounds(places, span_starts)
+    if ascending is not None:
+        valid, want_bounds = ascending
+        order = None
+        out[valid:] = -1
+        places, out = places[:valid], out[:valid]
+    else:
+        want_bounds, order = _shuffle.group_places(places, span_starts, out)
     # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
@@ -426,7 +435,7 @@ def shuffle_places(
             order,
             exact=False,
         )
-    return out
+    return result
 
 
 def get_shuffle_py2s(

@@ -1,0 +1,122 @@
+"""py1s/py1e look-up fast paths: ascending places grouped without an order, wanted spans shuffled
+as 16/32-bit offsets on the raw path, the skip's block scan; each against the generic path or
+NumPy itself."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _shuffle
+from streaming.plan.shuffle import get_shuffle, shuffle_places
+
+seeds = st.integers(0, 2**64 - 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_ascending_bounds_equal_group_places(lengths, data):
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    total = int(starts[-1])
+    valid = sorted(data.draw(st.lists(st.integers(0, max(total - 1, 0)), max_size=50))) if total else []
+    pad = data.draw(st.integers(0, 4))
+    places = np.array(valid + [-1] * pad, np.int64)
+    got = _shuffle.ascending_bounds(places, starts)
+    assert got is not None
+    m, bounds = got
+    out = np.full(len(places), 7, np.int64)
+    want_bounds, order = _shuffle.group_places(places, starts, out)
+    assert m == len(valid)
+    assert np.array_equal(bounds, want_bounds)
+    assert np.array_equal(order, np.arange(m))
+
+
+@pytest.mark.parametrize(
+    "places", [[3, 2], [0, -1, 1], [-1, 0], [5, 5, 4, -1], [1, -2, -1, 0]]
+)
+def test_ascending_bounds_refuse_other_orders(places):
+    starts = np.array([0, 4, 10], np.int64)
+    assert _shuffle.ascending_bounds(np.array(places, np.int64), starts) is None
+
+
+def test_ascending_bounds_reject_places_past_the_epoch():
+    with pytest.raises(ValueError, match="outside the epoch of 10"):
+        _shuffle.ascending_bounds(np.array([1, 10, -1], np.int64), np.array([0, 4, 10], np.int64))
+    with pytest.raises(ValueError, match="node_starts"):
+        _shuffle.ascending_bounds(np.array([1], np.int64), np.array([1, 4], np.int64))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=10),
+    ncn=st.integers(1, 5),
+    algo=st.sampled_from(["py1s", "py1e"]),
+    seed=st.integers(0, 2**32),
+    epoch=st.integers(0, 2),
+    overwrite=st.booleans(),
+    data=st.data(),
+)
+def test_ascending_places_equal_indexing(sizes, ncn, algo, seed, epoch, overwrite, data):
+    # Ascending places (a worker's share of one canonical node), padded at the end: the grouping
+    # without an order gives what indexing the whole shuffle does.
+    total = sum(sizes)
+    if not total:
+        return
+    lo = data.draw(st.integers(0, total - 1))
+    hi = data.draw(st.integers(lo, min(total, lo + total // 5 + 1)))
+    step = data.draw(st.integers(1, 3))
+    valid = list(range(lo, hi, step))
+    places = np.array(valid + [-1] * data.draw(st.integers(0, 3)), np.int64)
+    args = (algo, np.array(sizes, np.int64), ncn, seed, epoch, 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # py1e: blocks smaller than some shards
+        try:
+            full = get_shuffle(*args)
+        except ValueError:
+            return
+        got = shuffle_places(*args, places.copy(), overwrite=overwrite)
+    assert np.array_equal(got, np.where(places >= 0, full[np.maximum(places, 0)], -1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=seeds,
+    sizes=st.lists(
+        st.one_of(st.integers(1, 3000), st.sampled_from([2**16 - 1, 2**16, 2**16 + 1]),
+                  st.integers(2**16 + 2, 150_000)),
+        min_size=1,
+        max_size=4,
+    ),
+    mode=st.sampled_from([2, 3]),
+    data=st.data(),
+)
+def test_wide_wanted_spans_equal_the_generic_path(seed, sizes, mode, data):
+    # Spans past 2**16 samples are shuffled as 32-bit offsets, up to it as 16-bit ones (raw path).
+    sizes = np.array(sizes, np.int64)
+    begins = (np.cumsum(sizes) - sizes) * 2 + 5
+    bounds = np.array([0, len(sizes)], np.int64)
+    total = int(sizes.sum())
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    picks = data.draw(st.lists(st.integers(0, total - 1), min_size=1, max_size=40))
+    places = np.array(picks, np.int64)
+    outs = []
+    for m in (1, mode):
+        rng = np.random.default_rng(seed)
+        out = np.full(len(places), 99, np.int64)
+        want_bounds, order = _shuffle.group_places(places, starts, out)
+        _shuffle.shuffle_nodes(
+            rng, "py1s", begins, sizes, bounds, 0, 1, out, places, want_bounds, order, _mode=m
+        )
+        outs.append((out, rng.bit_generator.state))
+    assert np.array_equal(outs[0][0], outs[1][0])
+    assert outs[0][1] == outs[1][1]
+    full = np.empty(total, np.int64)
+    _shuffle.shuffle_nodes(np.random.default_rng(seed), "py1s", begins, sizes, bounds, 0, 1, full)
+    assert np.array_equal(outs[0][0], full[places])
