@@ -120,3 +120,24 @@ def test_wide_wanted_spans_equal_the_generic_path(seed, sizes, mode, data):
     full = np.empty(total, np.int64)
     _shuffle.shuffle_nodes(np.random.default_rng(seed), "py1s", begins, sizes, bounds, 0, 1, full)
     assert np.array_equal(outs[0][0], full[places])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 60), min_size=1, max_size=30),
+    parts=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_divide_spans_arrays_equal_divide_spans(sizes, parts, seed):
+    from streaming.plan.shuffle import _divide_spans_arrays, divide_spans
+
+    sizes = np.array(sizes, np.int64)
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    total = int(ends[-1])
+    spans = list(zip(begins[order].tolist(), ends[order].tolist()))
+    expect, expect_parts = divide_spans(spans, total, parts)
+    arr, got_parts = _divide_spans_arrays(begins[order], sizes[order], total, parts)
+    assert arr.tolist() == [list(span) for span in expect]
+    assert got_parts == expect_parts
