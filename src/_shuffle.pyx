@@ -666,6 +666,42 @@ cdef extern from *:
         r->pos = pos; r->has_half = hh; r->half = half;
     }
 
+    /* ss_fy_words for a drawn span (j given): a raw's two words in one step, the buffered
+       half taken only where a mask starts (no test per word of which half is next, nor of j). */
+    static inline void ss_fy_draws(ss_raw *r, uint32_t *j, int64_t n) {
+        int64_t i = n - 1;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), v;
+            int64_t low = (int64_t)(mask >> 1);
+            if (hh) {
+                hh = 0;
+                v = (uint64_t)half & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                continue;
+            }
+            while (i > low) {
+                if (pos == end) {
+                    r->pos = pos; ss_refill(r);
+                    buf = r->buf; pos = r->pos; end = r->end;
+                }
+                uint64_t raw = buf[pos++];
+                v = raw & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                if (i <= low) { hh = 1; half = (uint32_t)(raw >> 32); break; }
+                v = (raw >> 32) & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
     /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
     static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
         ss_fy_words(r, NULL, n);
@@ -747,7 +783,7 @@ cdef extern from *:
     static inline void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) {
         int64_t i, k;
         if (n <= 1) return;
-        ss_fy_words(r, j, n);
+        ss_fy_draws(r, j, n);
         for (i = n - 1; i > 0; i--) {
             k = j[i];
             int64_t t = x[i]; x[i] = x[k]; x[k] = t;
@@ -761,7 +797,7 @@ cdef extern from *:
         int64_t i, k;
         for (i = 0; i < n; i++) x[i] = (uint16_t)i;
         if (n <= 1) return;
-        ss_fy_words(r, j, n);
+        ss_fy_draws(r, j, n);
         for (i = n - 1; i > 0; i--) {
             k = j[i];
             uint16_t t = x[i]; x[i] = x[k]; x[k] = t;
@@ -771,7 +807,7 @@ cdef extern from *:
         int64_t i, k;
         for (i = 0; i < n; i++) x[i] = (uint32_t)i;
         if (n <= 1) return;
-        ss_fy_words(r, j, n);
+        ss_fy_draws(r, j, n);
         for (i = n - 1; i > 0; i--) {
             k = j[i];
             uint32_t t = x[i]; x[i] = x[k]; x[k] = t;
