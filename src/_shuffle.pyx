@@ -1607,8 +1607,9 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
         skipped = 0
         for k in range(a, a0):
             skipped += sizes[k]
-        if pick:
-            # (Spans before a0 were checked and drawn already: their places may be overwritten.)
+        if pick and spread:
+            # (Spans before a0 were checked and drawn already: their places may be overwritten.
+            # py1s checks each span's places as it keeps them, _draw_span_kept.)
             span_start = node_start + skipped
             for k in range(a0, z):
                 e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
@@ -1616,16 +1617,18 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
                 if e >= 0:
                     return e
                 span_start += sizes[k]
-            if r != NULL and want_bounds[z] == want_bounds[a0]:
-                for k in range(a0, z):
-                    ss_fisher_yates_skip(r, sizes[k])
-                if spread and n:
-                    warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
-                node_start += n
-                continue
+        if pick and r != NULL and want_bounds[z] == want_bounds[a0]:
+            for k in range(a0, z):
+                ss_fisher_yates_skip(r, sizes[k])
+            if spread and n:
+                warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
+            node_start += n
+            continue
         if pick and not spread:
-            _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
-                               want_bounds, o32, o64, buf, j)
+            e = _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
+                                   want_bounds, o32, o64, buf, j)
+            if e >= 0:
+                return e
             node_start += n
             continue
         dst = buf if pick else &out[node_start]
@@ -1671,13 +1674,11 @@ cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
     cdef int64_t span_start = 0
     for k in range(known):
         if want_bounds[k + 1] > want_bounds[k]:
-            e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
-                            sizes[k])
+            ss_raw_seek_span(r, &pos[k])
+            e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                                want_bounds[k + 1], out, want, o32, o64, buf, j)
             if e >= 0:
                 return e
-            ss_raw_seek_span(r, &pos[k])
-            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                            want_bounds[k + 1], out, want, o32, o64, buf, j)
         span_start += sizes[k]
     ss_raw_seek_span(r, &pos[known])
     return -1
@@ -1695,51 +1696,76 @@ cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size
         ss_fisher_yates_i64(bg, dst, j, size)
 
 
-cdef inline void _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
-                                 Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
-                                 int64_t[:] out, const int64_t[:] want, const int32_t *o32,
-                                 const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
-    # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z) kept.
-    # From the reader the span is shuffled as offsets in 16- or 32-bit entries (same draws and
-    # swaps on less memory; the raw path has spans of at most 2**32 samples).
+cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
+                                       Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
+                                       int64_t[:] out, const int64_t[:] want,
+                                       const int32_t *o32, const int64_t *o64, int64_t *buf,
+                                       uint32_t *j) noexcept nogil:
+    # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z)
+    # checked and kept: returns -1, or the first entry whose place is outside the span (the
+    # span is drawn by then; the caller raises). From the reader the span is shuffled as
+    # offsets in 16- or 32-bit entries (same draws and swaps on less memory; the raw path has
+    # spans of at most 2**32 samples).
     cdef Py_ssize_t i, e
-    cdef uint16_t *x16
-    cdef uint32_t *x32
+    cdef int64_t p
+    cdef uint16_t *x16 = NULL
+    cdef uint32_t *x32 = NULL
+    cdef const int64_t *wp
+    cdef int64_t *op
     if r != NULL and size <= 0x10000:
         x16 = <uint16_t *>buf
         ss_fisher_yates_raw_u16(r, x16, j, size)
-        for e in range(a, z):
-            i = _at(o32, o64, e)
-            out[i] = begin + x16[want[i] - span_start]
-        return
-    if r != NULL:
+    elif r != NULL:
         x32 = <uint32_t *>buf
         ss_fisher_yates_raw_u32(r, x32, j, size)
+    else:
+        _draw_span(r, bg, begin, size, buf, j)
+    if z <= a:
+        return -1
+    if x16 != NULL and want.strides[0] == sizeof(int64_t) and out.strides[0] == sizeof(int64_t):
+        # The usual case, flat arrays: plain pointers (no stride multiply per entry).
+        wp = &want[0]
+        op = &out[0]
         for e in range(a, z):
             i = _at(o32, o64, e)
-            out[i] = begin + x32[want[i] - span_start]
-        return
-    _draw_span(r, bg, begin, size, buf, j)
+            p = wp[i] - span_start
+            if p < 0 or p >= size:
+                return e
+            op[i] = begin + x16[p]
+        return -1
     for e in range(a, z):
         i = _at(o32, o64, e)
-        out[i] = buf[want[i] - span_start]
+        p = want[i] - span_start
+        if p < 0 or p >= size:
+            return e
+        if x16 != NULL:
+            out[i] = begin + x16[p]
+        elif x32 != NULL:
+            out[i] = begin + x32[p]
+        else:
+            out[i] = buf[p]
+    return -1
 
 
-cdef void _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
-                             const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
-                             Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
-                             const int64_t[:] want_bounds, const int32_t *o32,
-                             const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
+cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
+                                   const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
+                                   Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
+                                   const int64_t[:] want_bounds, const int32_t *o32,
+                                   const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
     """py1s spans ``a .. z`` (first place ``span_start``), each shuffled in ``buf`` (one span)
-    and its wanted places kept at once; a span nobody wants is only drawn past (reader)."""
-    cdef Py_ssize_t k
+    and its wanted places checked and kept at once; a span nobody wants is only drawn past
+    (reader). Returns -1 or the entry of the grouping whose place is outside its span."""
+    cdef Py_ssize_t k, e
     for k in range(a, z):
         if r != NULL and want_bounds[k + 1] == want_bounds[k]:
             ss_fisher_yates_skip(r, sizes[k])
         else:
-            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                            want_bounds[k + 1], out, want, o32, o64, buf, j)
+            e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                                want_bounds[k + 1], out, want, o32, o64, buf, j)
+            if e >= 0:
+                return e
         span_start += sizes[k]
+    return -1
 
 
 cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins,

@@ -141,3 +141,54 @@ def test_divide_spans_arrays_equal_divide_spans(sizes, parts, seed):
     arr, got_parts = _divide_spans_arrays(begins[order], sizes[order], total, parts)
     assert arr.tolist() == [list(span) for span in expect]
     assert got_parts == expect_parts
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=seeds,
+    sizes=st.lists(st.one_of(st.integers(0, 400), st.integers(2**16, 2**16 + 300)), min_size=1,
+                   max_size=5),
+    mode=st.sampled_from([1, 2, 3]),
+    data=st.data(),
+)
+def test_strided_places_and_outputs_equal_flat_ones(seed, sizes, mode, data):
+    # Kept places are read and written through strided views as through flat arrays.
+    sizes = np.array(sizes, np.int64)
+    total = int(sizes.sum())
+    if not total:
+        return
+    begins = np.cumsum(sizes) - sizes
+    bounds = np.array([0, len(sizes)], np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    places = np.array(data.draw(st.lists(st.integers(-1, total - 1), min_size=1, max_size=30)),
+                      np.int64)
+    flat = np.full(len(places), 99, np.int64)
+    want_bounds, order = _shuffle.group_places(places, starts, flat)
+    rng = np.random.default_rng(seed)
+    _shuffle.shuffle_nodes(rng, "py1s", begins, sizes, bounds, 0, 1, flat, places, want_bounds,
+                           order, _mode=mode)
+    wide_places = np.repeat(places, 2)[::2]
+    wide_out = np.full(2 * len(places), 99, np.int64)
+    wide_out[::2] = np.where(places < 0, -1, 99)
+    rng2 = np.random.default_rng(seed)
+    _shuffle.shuffle_nodes(rng2, "py1s", begins, sizes, bounds, 0, 1, wide_out[::2], wide_places,
+                           want_bounds, order, _mode=mode)
+    assert np.array_equal(wide_out[::2], flat)
+    assert rng.bit_generator.state == rng2.bit_generator.state
+    full = np.empty(total, np.int64)
+    _shuffle.shuffle_nodes(np.random.default_rng(seed), "py1s", begins, sizes, bounds, 0, 1, full)
+    assert np.array_equal(flat, np.where(places >= 0, full[np.maximum(places, 0)], -1))
+
+
+@pytest.mark.parametrize("mode", [1, 2, 3])
+@pytest.mark.parametrize("size", [50, 2**16 + 5])
+def test_places_outside_their_span_are_rejected_as_they_are_kept(mode, size):
+    sizes = np.array([size, size], np.int64)
+    begins = np.array([0, size], np.int64)
+    places = np.array([3, size + 1, 1], np.int64)
+    want_bounds = np.array([0, 2, 3], np.int64)  # entry 1 claims span 0 but lies in span 1
+    out = np.zeros(3, np.int64)
+    with pytest.raises(ValueError, match=rf"wanted place {size + 1} \(entry 1\) is outside"):
+        _shuffle.shuffle_nodes(np.random.default_rng(1), "py1s", begins, sizes,
+                               np.array([0, 2], np.int64), 0, 1, out, places, want_bounds,
+                               _mode=mode)
