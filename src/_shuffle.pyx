@@ -25,7 +25,7 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 """
 
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from numpy cimport npy_intp
@@ -266,11 +266,6 @@ cdef extern from *:
     #define SP_SLOTS 4
     #define SP_RAWS 32768            /* the slots fill a 1 MB L2 (measured best of 8K-64K) */
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
-    #ifdef MAP_POPULATE
-    #define SS_POPULATE MAP_POPULATE
-    #else
-    #define SS_POPULATE 0
-    #endif
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
     #define SP_SLOW_NS 200000        /* a sub-block (~50 us) taking this long: the helper shares a
@@ -353,6 +348,13 @@ cdef extern from *:
     static void *ss_pref_main(void *arg) {
         ss_pref *p = (ss_pref *)arg;
         int k, s, g;
+        /* The helper's slots are fresh memory: their pages are faulted in here, on the helper's
+           core, before any fill is timed (SP_SLOW_NS). Nobody else writes a slot before the
+           helper first claims one (the reader steals only beside a slot the helper fills). */
+        for (size_t b = 0; b < (size_t)SP_SLOTS * SP_RAWS * sizeof(uint64_t); b += 4096) {
+            if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
+            ((volatile char *)p->bufs)[b] = 0;
+        }
         pthread_mutex_lock(&p->mu);
         while (!p->stop) {
             s = g = -1;
@@ -508,10 +510,10 @@ cdef extern from *:
     static int ss_pref_start(ss_raw *r, bitgen_t **gen, void **ctx) {
         ss_pref *p = (ss_pref *)calloc(1, sizeof(ss_pref));
         if (p == NULL) return -1;
-        /* Mapped with its pages in place: the helper's first fills would otherwise fault them
-           in and look like a descheduled helper (SP_SLOW_NS). */
+        /* Not populated here (fresh pages cost the reader's core ~0.5 ms a MB): the helper
+           faults its slots in itself before it fills any (ss_pref_main), the reader its own. */
         void *bufs = mmap(NULL, SP_BYTES, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | SS_POPULATE, -1, 0);
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (bufs == MAP_FAILED) { free(p); return -1; }
         p->bufs = (uint64_t *)bufs;
         pthread_mutex_init(&p->mu, NULL);
@@ -664,6 +666,42 @@ cdef extern from *:
         r->pos = pos; r->has_half = hh; r->half = half;
     }
 
+    /* ss_fy_words for a drawn span (j given): a raw's two words in one step, the buffered
+       half taken only where a mask starts (no test per word of which half is next, nor of j). */
+    static inline void ss_fy_draws(ss_raw *r, uint32_t *j, int64_t n) {
+        int64_t i = n - 1;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), v;
+            int64_t low = (int64_t)(mask >> 1);
+            if (hh) {
+                hh = 0;
+                v = (uint64_t)half & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                continue;
+            }
+            while (i > low) {
+                if (pos == end) {
+                    r->pos = pos; ss_refill(r);
+                    buf = r->buf; pos = r->pos; end = r->end;
+                }
+                uint64_t raw = buf[pos++];
+                v = raw & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                if (i <= low) { hh = 1; half = (uint32_t)(raw >> 32); break; }
+                v = (raw >> 32) & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
     /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
     static void ss_fisher_yates_skip(ss_raw *r, int64_t n) {
         ss_fy_words(r, NULL, n);
@@ -745,10 +783,34 @@ cdef extern from *:
     static inline void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) {
         int64_t i, k;
         if (n <= 1) return;
-        ss_fy_words(r, j, n);
+        ss_fy_draws(r, j, n);
         for (i = n - 1; i > 0; i--) {
             k = j[i];
             int64_t t = x[i]; x[i] = x[k]; x[k] = t;
+        }
+    }
+
+    /* ss_fisher_yates_raw of a span's offsets 0 .. n - 1 in 16-bit (n <= 2**16) or 32-bit
+       (n <= 2**32) entries: the same draws and swaps, on a quarter (half) of the memory of
+       int64 ids (a 10,000-sample span's 20 KB stay in L1 through the random swaps). */
+    static void ss_fisher_yates_raw_u16(ss_raw *r, uint16_t *x, uint32_t *j, int64_t n) {
+        int64_t i, k;
+        for (i = 0; i < n; i++) x[i] = (uint16_t)i;
+        if (n <= 1) return;
+        ss_fy_draws(r, j, n);
+        for (i = n - 1; i > 0; i--) {
+            k = j[i];
+            uint16_t t = x[i]; x[i] = x[k]; x[k] = t;
+        }
+    }
+    static void ss_fisher_yates_raw_u32(ss_raw *r, uint32_t *x, uint32_t *j, int64_t n) {
+        int64_t i, k;
+        for (i = 0; i < n; i++) x[i] = (uint32_t)i;
+        if (n <= 1) return;
+        ss_fy_draws(r, j, n);
+        for (i = n - 1; i > 0; i--) {
+            k = j[i];
+            uint32_t t = x[i]; x[i] = x[k]; x[k] = t;
         }
     }
 
@@ -1024,6 +1086,8 @@ cdef extern from *:
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
+    void ss_fisher_yates_raw_u16(ss_raw *r, uint16_t *x, uint32_t *j, int64_t n) nogil
+    void ss_fisher_yates_raw_u32(ss_raw *r, uint32_t *x, uint32_t *j, int64_t n) nogil
     ctypedef struct ss_spanpos:
         int64_t raw
         int64_t half
@@ -1543,8 +1607,9 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
         skipped = 0
         for k in range(a, a0):
             skipped += sizes[k]
-        if pick:
-            # (Spans before a0 were checked and drawn already: their places may be overwritten.)
+        if pick and spread:
+            # (Spans before a0 were checked and drawn already: their places may be overwritten.
+            # py1s checks each span's places as it keeps them, _draw_span_kept.)
             span_start = node_start + skipped
             for k in range(a0, z):
                 e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
@@ -1552,16 +1617,18 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
                 if e >= 0:
                     return e
                 span_start += sizes[k]
-            if r != NULL and want_bounds[z] == want_bounds[a0]:
-                for k in range(a0, z):
-                    ss_fisher_yates_skip(r, sizes[k])
-                if spread and n:
-                    warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
-                node_start += n
-                continue
+        if pick and r != NULL and want_bounds[z] == want_bounds[a0]:
+            for k in range(a0, z):
+                ss_fisher_yates_skip(r, sizes[k])
+            if spread and n:
+                warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
+            node_start += n
+            continue
         if pick and not spread:
-            _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
-                               want_bounds, o32, o64, buf, j)
+            e = _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
+                                   want_bounds, o32, o64, buf, j)
+            if e >= 0:
+                return e
             node_start += n
             continue
         dst = buf if pick else &out[node_start]
@@ -1607,13 +1674,11 @@ cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
     cdef int64_t span_start = 0
     for k in range(known):
         if want_bounds[k + 1] > want_bounds[k]:
-            e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
-                            sizes[k])
+            ss_raw_seek_span(r, &pos[k])
+            e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                                want_bounds[k + 1], out, want, o32, o64, buf, j)
             if e >= 0:
                 return e
-            ss_raw_seek_span(r, &pos[k])
-            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                            want_bounds[k + 1], out, want, o32, o64, buf, j)
         span_start += sizes[k]
     ss_raw_seek_span(r, &pos[known])
     return -1
@@ -1631,33 +1696,76 @@ cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size
         ss_fisher_yates_i64(bg, dst, j, size)
 
 
-cdef inline void _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
-                                 Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
-                                 int64_t[:] out, const int64_t[:] want, const int32_t *o32,
-                                 const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
-    # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z) kept.
+cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
+                                       Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
+                                       int64_t[:] out, const int64_t[:] want,
+                                       const int32_t *o32, const int64_t *o64, int64_t *buf,
+                                       uint32_t *j) noexcept nogil:
+    # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z)
+    # checked and kept: returns -1, or the first entry whose place is outside the span (the
+    # span is drawn by then; the caller raises). From the reader the span is shuffled as
+    # offsets in 16- or 32-bit entries (same draws and swaps on less memory; the raw path has
+    # spans of at most 2**32 samples).
     cdef Py_ssize_t i, e
-    _draw_span(r, bg, begin, size, buf, j)
+    cdef int64_t p
+    cdef uint16_t *x16 = NULL
+    cdef uint32_t *x32 = NULL
+    cdef const int64_t *wp
+    cdef int64_t *op
+    if r != NULL and size <= 0x10000:
+        x16 = <uint16_t *>buf
+        ss_fisher_yates_raw_u16(r, x16, j, size)
+    elif r != NULL:
+        x32 = <uint32_t *>buf
+        ss_fisher_yates_raw_u32(r, x32, j, size)
+    else:
+        _draw_span(r, bg, begin, size, buf, j)
+    if z <= a:
+        return -1
+    if x16 != NULL and want.strides[0] == sizeof(int64_t) and out.strides[0] == sizeof(int64_t):
+        # The usual case, flat arrays: plain pointers (no stride multiply per entry).
+        wp = &want[0]
+        op = &out[0]
+        for e in range(a, z):
+            i = _at(o32, o64, e)
+            p = wp[i] - span_start
+            if p < 0 or p >= size:
+                return e
+            op[i] = begin + x16[p]
+        return -1
     for e in range(a, z):
         i = _at(o32, o64, e)
-        out[i] = buf[want[i] - span_start]
+        p = want[i] - span_start
+        if p < 0 or p >= size:
+            return e
+        if x16 != NULL:
+            out[i] = begin + x16[p]
+        elif x32 != NULL:
+            out[i] = begin + x32[p]
+        else:
+            out[i] = buf[p]
+    return -1
 
 
-cdef void _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
-                             const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
-                             Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
-                             const int64_t[:] want_bounds, const int32_t *o32,
-                             const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
+cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
+                                   const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
+                                   Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
+                                   const int64_t[:] want_bounds, const int32_t *o32,
+                                   const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
     """py1s spans ``a .. z`` (first place ``span_start``), each shuffled in ``buf`` (one span)
-    and its wanted places kept at once; a span nobody wants is only drawn past (reader)."""
-    cdef Py_ssize_t k
+    and its wanted places checked and kept at once; a span nobody wants is only drawn past
+    (reader). Returns -1 or the entry of the grouping whose place is outside its span."""
+    cdef Py_ssize_t k, e
     for k in range(a, z):
         if r != NULL and want_bounds[k + 1] == want_bounds[k]:
             ss_fisher_yates_skip(r, sizes[k])
         else:
-            _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                            want_bounds[k + 1], out, want, o32, o64, buf, j)
+            e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
+                                want_bounds[k + 1], out, want, o32, o64, buf, j)
+            if e >= 0:
+                return e
         span_start += sizes[k]
+    return -1
 
 
 cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins,
@@ -1914,6 +2022,65 @@ def group_places(const int64_t[:] places, const int64_t[:] node_starts, int64_t[
                 d += 1
     return bounds_arr, order_arr
 
+
+
+def ascending_bounds(const int64_t[:] places, const int64_t[:] node_starts):
+    """``group_places`` without an order, when none is needed: if the places are ascending
+    (non-decreasing) up to some ``m`` and negative from there on (padding at the end, as one
+    worker's share of a lone canonical node is), the grouping is the identity over
+    ``places[:m]`` and only its bounds are found (no pass per place but the check, no fresh
+    order array).
+
+    Args:
+        places (NDArray[np.int64]): Places of the epoch, or negative for none.
+        node_starts (NDArray[np.int64]): ``num_groups + 1`` ascending first places of each
+            span (or node; the last: the number of places in the epoch).
+
+    Returns:
+        Tuple[int, NDArray[np.int64]] | None: ``m`` and ``want_bounds`` (``num_groups + 1``
+            offsets into ``places[:m]``), or ``None`` if the places are not of that form.
+
+    Raises:
+        ValueError: If a place is past the epoch, or the groups do not ascend from 0.
+    """
+    cdef Py_ssize_t num_nodes = node_starts.shape[0] - 1, k, lo, hi, mid
+    cdef Py_ssize_t n = places.shape[0], m = 0
+    cdef bint ok = True
+    if num_nodes < 1 or node_starts[0] != 0:
+        raise ValueError("node_starts must start at 0 and name at least one node")
+    for k in range(num_nodes):
+        if node_starts[k + 1] < node_starts[k]:
+            raise ValueError("node_starts must ascend")
+    cdef int64_t total = node_starts[num_nodes], prev = 0
+    with nogil:
+        while m < n and places[m] >= prev:
+            prev = places[m]
+            m += 1
+        for k in range(m, n):
+            if places[k] >= 0:
+                ok = False
+                break
+    if not ok:
+        return None
+    if m and places[m - 1] >= total:
+        raise ValueError(f"place {places[m - 1]} is outside the epoch of {total}")
+    bounds_arr = np.empty(num_nodes + 1, np.int64)
+    cdef int64_t[::1] bounds = bounds_arr
+    with nogil:
+        # The first entry at or past each group's start (binary search: few groups, many places).
+        lo = 0
+        for k in range(num_nodes + 1):
+            hi = m
+            while lo < hi:
+                mid = lo + (hi - lo) // 2
+                if places[mid] < node_starts[k]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bounds[k] = lo
+        bounds[0] = 0
+        bounds[num_nodes] = m
+    return m, bounds_arr
 
 
 # ---- Worker views of py1br and py2s, and naive's permutation (new kernels) ----

@@ -80,6 +80,10 @@ def group_places(
     node_starts: NDArray[np.int64],
     out: NDArray[np.int64],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64] | NDArray[np.int32]]: ...
+def ascending_bounds(
+    places: NDArray[np.int64],
+    node_starts: NDArray[np.int64],
+) -> tuple[int, NDArray[np.int64]] | None: ...
 
 class Scout:
     def __init__(self, rng: np.random.Generator, sizes: NDArray[np.int64], *,

@@ -147,5 +147,6 @@ def worker_plan(
             places,
             overwrite=True,  # the places are ours (fresh from worker_partition)
         )
-    _plan.compose_ids(ids, None, small_per_big)
+    if small_per_big is not None:
+        _plan.compose_ids(ids, None, small_per_big)
     return ids

@@ -112,6 +112,30 @@ def divide_spans(
     return out_spans, super_spans
 
 
+def _divide_spans_arrays(
+    begins: NDArray[np.int64], sizes: NDArray[np.int64], num_samples: int, num_parts: int
+) -> tuple[NDArray[np.int64], list[tuple[int, int]]]:
+    """``divide_spans`` of spans with no empty one, in arrays: ``(begin, end)`` rows and the
+    parts' ``(first, end)`` row ranges (no Python object per span: no garbage collection on
+    the way).
+
+    The cut spans run between consecutive cut points of the spans' concatenation: the spans'
+    ends and the part boundaries (``num_samples * (part + 1) // num_parts``); a part ends at the
+    cut points up to its boundary.
+    """
+    ends = np.cumsum(sizes)
+    bounds = num_samples * np.arange(1, num_parts + 1, dtype=np.int64) // num_parts
+    cuts = np.concatenate([ends, bounds[bounds > 0]])
+    cuts.sort(kind="stable")
+    cuts = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])]  # distinct, last: num_samples
+    starts = np.concatenate([[0], cuts[:-1]])
+    which = np.searchsorted(ends, starts, side="right")  # the span each cut piece is from
+    first = begins[which] + (starts - (ends[which] - sizes[which]))
+    arr = np.stack([first, first + (cuts - starts)], axis=1)
+    stops = np.searchsorted(cuts, bounds, side="right").tolist()
+    return arr, list(zip([0] + stops[:-1], stops))
+
+
 def _node_spans(
     shard_sizes: Sequence[int] | NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], list[tuple[int, int]], np.random.Generator, int]:
@@ -129,12 +153,16 @@ def _node_spans(
     # Fixed over the run: the order of shards (same draws as shuffling the list of spans).
     order = np.arange(len(sizes))
     np.random.default_rng(seed).shuffle(order)
-    spans = list(zip(begins[order].tolist(), ends[order].tolist()))
-    spans, node_spans = divide_spans(spans, num_samples, num_canonical_nodes)
+    if num_samples and int(sizes.min()) > 0:
+        arr, node_spans = _divide_spans_arrays(begins[order], sizes[order], num_samples,
+                                               num_canonical_nodes)
+    else:
+        spans = list(zip(begins[order].tolist(), ends[order].tolist()))
+        spans, node_spans = divide_spans(spans, num_samples, num_canonical_nodes)
+        arr = np.array(spans, np.int64).reshape(-1, 2)
 
     # Unique to this epoch: the order of spans within each canonical node.
     epoch_rng = np.random.default_rng(seed + epoch)
-    arr = np.array(spans, np.int64).reshape(-1, 2)
     for first, end in node_spans:
         if end - first > 1:
             perm = np.arange(first, end)
@@ -419,7 +447,16 @@ def shuffle_places(
     out = places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
     # Grouped by span: py1s keeps a span's places as soon as it is shuffled. ``places`` stays
     # the kernel's list of places even when it is ``out`` (each is read before it is replaced).
-    want_bounds, order = _shuffle.group_places(places, span_starts, out)
+    # Ascending places (then padding) are grouped as they are: only the spans' bounds are found.
+    result = out
+    ascending = _shuffle.ascending_bounds(places, span_starts)
+    if ascending is not None:
+        valid, want_bounds = ascending
+        order = None
+        out[valid:] = -1
+        places, out = places[:valid], out[:valid]
+    else:
+        want_bounds, order = _shuffle.group_places(places, span_starts, out)
     # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
@@ -451,7 +488,7 @@ def shuffle_places(
             order,
             exact=False,
         )
-    return out
+    return result
 
 
 def _view_naive(
