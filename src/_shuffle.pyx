@@ -1467,6 +1467,21 @@ cdef tuple _order_view(object order):
     return None, arr, arr.shape[0]
 
 
+
+cdef int _order_ptrs(object ord_arr, int32_t **o32, int64_t **o64) except -1:
+    """Point ``o32`` or ``o64`` at a grouping's order (from ``_grouping``: contiguous int32 or
+    int64, or None/empty: both stay NULL). The caller keeps ``ord_arr`` alive while using them."""
+    cdef int32_t[::1] v32
+    cdef int64_t[::1] v64
+    if ord_arr is not None and len(ord_arr):
+        if ord_arr.dtype == np.int32:
+            v32 = ord_arr
+            o32[0] = &v32[0]
+        else:
+            v64 = ord_arr
+            o64[0] = &v64[0]
+    return 0
+
 cdef inline Py_ssize_t _at(const int32_t *o32, const int64_t *o64, Py_ssize_t e) noexcept nogil:
     # Entry e of the grouping: an index into want and out (the entry itself without order).
     if o32 != NULL:
@@ -2668,15 +2683,7 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     cdef const int64_t[::1] wb = wb_arr
     cdef int32_t *o32 = NULL
     cdef int64_t *o64 = NULL
-    cdef int32_t[::1] v32
-    cdef int64_t[::1] v64
-    if ord_arr is not None and len(ord_arr):
-        if ord_arr.dtype == np.int32:
-            v32 = ord_arr
-            o32 = &v32[0]
-        else:
-            v64 = ord_arr
-            o64 = &v64[0]
+    _order_ptrs(ord_arr, &o32, &o64)
     cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
     cdef int64_t room = high if high < largest else largest
     cdef ss_br_space s
@@ -2788,15 +2795,7 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
     cdef const int64_t[::1] wb = wb_arr
     cdef int32_t *o32 = NULL
     cdef int64_t *o64 = NULL
-    cdef int32_t[::1] v32
-    cdef int64_t[::1] v64
-    if ord_arr is not None and len(ord_arr):
-        if ord_arr.dtype == np.int32:
-            v32 = ord_arr
-            o32 = &v32[0]
-        else:
-            v64 = ord_arr
-            o64 = &v64[0]
+    _order_ptrs(ord_arr, &o32, &o64)
     cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
     cdef int64_t draws = largest_shard if largest_shard > most_piece else most_piece
     draws = draws if draws > most_pieces else most_pieces
