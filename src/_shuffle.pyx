@@ -2098,6 +2098,173 @@ def ascending_bounds(const int64_t[:] places, const int64_t[:] node_starts):
     return m, bounds_arr
 
 
+def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t[:] out,
+                  Py_ssize_t max_width=64):
+    """``group_places`` when the places are a few interleaved ascending runs: if they are
+    non-negative up to some ``m`` and negative from there on (padding at the end), and every
+    column ``places[j:m:w]`` is non-decreasing for the ``w`` at the first descent (a worker's
+    share over several canonical nodes of the ``orig`` partition: one column per node), the
+    grouping is found column by column (each group's rows by binary search, the order filled
+    row by row) instead of place by place. Equal to ``group_places``' result, or ``None``
+    (nothing written) when the places are not of that form or the grouping would cost more.
+
+    Args:
+        places (NDArray[np.int64]): Places of the epoch, or negative for none.
+        node_starts (NDArray[np.int64]): ``num_groups + 1`` ascending first places of each
+            span (or node; the last: the number of places in the epoch).
+        out (NDArray[np.int64]): As long as ``places`` (may be ``places`` itself); set to
+            ``-1`` at the padding.
+        max_width (int): Most columns to consider. Defaults to 64.
+
+    Returns:
+        Tuple[NDArray[np.int64], NDArray[np.int32] | NDArray[np.int64]] | None: As
+            ``group_places``, or ``None``.
+
+    Raises:
+        ValueError: If the groups do not ascend from 0, or out is not as long as places.
+    """
+    cdef Py_ssize_t num_nodes = node_starts.shape[0] - 1, k, g, j, r, lo, hi, mid
+    cdef Py_ssize_t n = places.shape[0], m = 0, w = 1, rows, rmin, rmax, used
+    cdef bint ok = True
+    if num_nodes < 1 or node_starts[0] != 0:
+        raise ValueError("node_starts must start at 0 and name at least one node")
+    for k in range(num_nodes):
+        if node_starts[k + 1] < node_starts[k]:
+            raise ValueError("node_starts must ascend")
+    if out.shape[0] != n:
+        raise ValueError("out must be as long as places")
+    cdef int64_t total = node_starts[num_nodes], cost = 0
+    with nogil:
+        while m < n and places[m] >= 0:
+            m += 1
+        for k in range(m, n):
+            if places[k] >= 0:
+                ok = False
+                break
+        if ok:
+            while w < m and places[w] >= places[w - 1]:
+                w += 1
+            if w >= m or w > max_width:
+                ok = False  # ascending (ascending_bounds' case), or too many columns
+        if ok:
+            for k in range(w, m):
+                if places[k] < places[k - w]:
+                    ok = False
+                    break
+        if ok:
+            # Each column's last place is its largest.
+            for k in range(m - w, m):
+                if places[k] >= total:
+                    ok = False  # group_places raises
+                    break
+    if not ok:
+        return None
+    # first[g * w + j]: the first row of column j at or past group g's start.
+    cdef Py_ssize_t *first = <Py_ssize_t *>malloc((num_nodes + 1) * w * sizeof(Py_ssize_t))
+    if first == NULL:
+        raise MemoryError()
+    bounds_arr = np.empty(num_nodes + 1, np.int64)
+    cdef int64_t[::1] bounds = bounds_arr
+    order_arr = None
+    cdef int32_t[::1] order32
+    cdef int64_t[::1] order64
+    cdef int32_t *o32 = NULL
+    cdef int64_t *o64 = NULL
+    cdef Py_ssize_t d = 0
+    try:
+        with nogil:
+            for j in range(w):
+                rows = (m - j + w - 1) // w
+                lo = 0
+                for g in range(num_nodes + 1):
+                    hi = rows
+                    while lo < hi:
+                        mid = lo + (hi - lo) // 2
+                        if places[mid * w + j] < node_starts[g]:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    first[g * w + j] = lo
+                first[j] = 0
+                first[num_nodes * w + j] = rows
+            # Bounds, and the rows each group's merge walks (one column: its own rows).
+            bounds[0] = 0
+            for g in range(num_nodes):
+                used = 0
+                rmin = m
+                rmax = 0
+                bounds[g + 1] = bounds[g]
+                for j in range(w):
+                    lo = first[g * w + j]
+                    hi = first[(g + 1) * w + j]
+                    if hi > lo:
+                        used += 1
+                        bounds[g + 1] += hi - lo
+                        if lo < rmin:
+                            rmin = lo
+                        if hi > rmax:
+                            rmax = hi
+                if used > 1:
+                    cost += (rmax - rmin) * w
+                elif used == 1:
+                    cost += rmax - rmin
+            if cost > 2 * m + 64:
+                ok = False
+        if not ok:
+            return None
+        order_arr = np.empty(m, np.int32 if n < (1 << 31) else np.int64)
+        if m:
+            if order_arr.dtype == np.int32:
+                order32 = order_arr
+                o32 = &order32[0]
+            else:
+                order64 = order_arr
+                o64 = &order64[0]
+        with nogil:
+            for g in range(num_nodes):
+                used = 0
+                rmin = m
+                rmax = 0
+                for j in range(w):
+                    lo = first[g * w + j]
+                    hi = first[(g + 1) * w + j]
+                    if hi > lo:
+                        used += 1
+                        mid = j
+                        if lo < rmin:
+                            rmin = lo
+                        if hi > rmax:
+                            rmax = hi
+                if used == 1:
+                    # One column: its rows in order.
+                    k = rmin * w + mid
+                    if o32 != NULL:
+                        for r in range(rmin, rmax):
+                            o32[d] = <int32_t>k
+                            d += 1
+                            k += w
+                    else:
+                        for r in range(rmin, rmax):
+                            o64[d] = k
+                            d += 1
+                            k += w
+                elif used > 1:
+                    # Several columns: their entries merged by index (row, then column).
+                    for r in range(rmin, rmax):
+                        for j in range(w):
+                            if first[g * w + j] <= r < first[(g + 1) * w + j]:
+                                if o32 != NULL:
+                                    o32[d] = <int32_t>(r * w + j)
+                                else:
+                                    o64[d] = r * w + j
+                                d += 1
+            for k in range(m, n):
+                out[k] = -1
+    finally:
+        free(first)
+    return bounds_arr, order_arr
+
+
 # ---- Worker views of py1br and py2s, and naive's permutation (new kernels) ----
 cdef extern from *:
     """

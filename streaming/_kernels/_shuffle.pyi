@@ -84,6 +84,12 @@ def ascending_bounds(
     places: NDArray[np.int64],
     node_starts: NDArray[np.int64],
 ) -> tuple[int, NDArray[np.int64]] | None: ...
+def strided_group(
+    places: NDArray[np.int64],
+    node_starts: NDArray[np.int64],
+    out: NDArray[np.int64],
+    max_width: int = ...,
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | NDArray[np.int32]] | None: ...
 
 class Scout:
     def __init__(self, rng: np.random.Generator, sizes: NDArray[np.int64], *,

@@ -456,7 +456,12 @@ def shuffle_places(
         out[valid:] = -1
         places, out = places[:valid], out[:valid]
     else:
-        want_bounds, order = _shuffle.group_places(places, span_starts, out)
+        # A share over several canonical nodes interleaves one ascending column per node: grouped
+        # column by column (the same grouping, without a look-up per place).
+        grouped = _shuffle.strided_group(places, span_starts, out)
+        if grouped is None:
+            grouped = _shuffle.group_places(places, span_starts, out)
+        want_bounds, order = grouped
     # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
