@@ -1338,8 +1338,10 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         want (NDArray[np.int64], optional): Places to keep: grouped by span, or any order with
             ``order``.
         want_bounds (NDArray[np.int64], optional): ``num_spans + 1`` offsets into the grouping.
-        order (NDArray[np.int32] | NDArray[np.int64], optional): The grouping: indices into
-            ``want`` and ``out``, span by span.
+        order (NDArray[np.int32] | NDArray[np.int64] | int, optional): The grouping: indices
+            into ``want`` and ``out``, span by span; or a number of columns ``w`` (see
+            ``strided_group``): the grouping is entries ``0 .. want_bounds[-1]`` of ``want`` as
+            a row-major matrix of ``w`` columns, taken column by column (no order array).
         exact (bool): Leave ``rng`` exactly where NumPy's calls would. With ``want`` and
             ``exact=False``, the nodes after the last wanted place are not drawn (``rng`` is
             then left somewhere else). Defaults to ``True``.
@@ -1381,11 +1383,24 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     cdef const int32_t *o32 = NULL
     cdef const int64_t *o64 = NULL
     cdef Py_ssize_t grouped = 0
+    cdef ss_cols colsv
+    cdef const ss_cols *cols = NULL
     if pick:
         if want_bounds is None or want_bounds.shape[0] != num_spans + 1:
             raise ValueError("want_bounds must have num_spans + 1 entries")
         grouped = want.shape[0]
-        if order is not None:
+        if isinstance(order, int):
+            # Columns (see strided_group): want's first want_bounds[-1] entries, column by column.
+            if want.shape[0] != out.shape[0]:
+                raise ValueError("with order, want and out must be as long")
+            grouped = want_bounds[num_spans]
+            if order < 1 or not 0 <= grouped <= out.shape[0]:
+                raise ValueError(f"bad columns ({order} over {grouped} entries)")
+            colsv.w = order
+            colsv.q = grouped // order
+            colsv.rem = grouped % order
+            cols = &colsv
+        elif order is not None:
             order32, order64, grouped = _order_view(order)
             if want.shape[0] != out.shape[0]:
                 raise ValueError("with order, want and out must be as long")
@@ -1436,13 +1451,13 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
         with bit.lock:
             if raw:
                 bad = _draw_nodes_raw(bit, spread, begins, sizes, node_spans, low, high, out,
-                                      want, want_bounds, o32, o64, last, exact, _mode, buf, j,
-                                      &sp, &warn, scout)
+                                      want, want_bounds, o32, o64, cols, last, exact, _mode, buf,
+                                      j, &sp, &warn, scout)
             else:
                 with nogil:
                     bad = _draw_nodes(NULL, bg, spread, begins, sizes, node_spans, low, high,
-                                      out, want, want_bounds, o32, o64, last, exact, buf, j,
-                                      &sp, &warn, 0)
+                                      out, want, want_bounds, o32, o64, cols, last, exact, buf,
+                                      j, &sp, &warn, 0)
     finally:
         free(buf)
         free(j)
@@ -1450,10 +1465,31 @@ def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes
     if bad == -2:
         raise MemoryError()
     if bad >= 0:
-        raise ValueError(
-            f"wanted place {want[_at(o32, o64, bad)]} (entry {bad}) is outside its span"
-        )
+        n = _col_at(cols, bad, &k) if cols != NULL else _at(o32, o64, bad)
+        raise ValueError(f"wanted place {want[n]} (entry {bad}) is outside its span")
     return warn == 1
+
+
+ctypedef struct ss_cols:
+    # A grouping with no order array: entries 0 .. m of ``want`` taken column by column, as a
+    # matrix of w columns in row-major order (columns 0 .. rem have q + 1 rows, the rest q).
+    Py_ssize_t w
+    Py_ssize_t q
+    Py_ssize_t rem
+
+
+cdef inline Py_ssize_t _col_at(const ss_cols *c, Py_ssize_t e, Py_ssize_t *left) noexcept nogil:
+    # The index of grouping entry e, and how many entries its column holds from e on.
+    cdef Py_ssize_t big = c.rem * (c.q + 1), j, r
+    if e < big:
+        j = e // (c.q + 1)
+        r = e - j * (c.q + 1)
+        left[0] = c.q + 1 - r
+    else:
+        j = c.rem + (e - big) // c.q
+        r = e - big - (j - c.rem) * c.q
+        left[0] = c.q - r
+    return r * c.w + j
 
 
 cdef tuple _order_view(object order):
@@ -1593,8 +1629,9 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
                             const int64_t[:] sizes, const int64_t[:] node_spans, int64_t low,
                             int64_t high, int64_t[:] out, const int64_t[:] want,
                             const int64_t[:] want_bounds, const int32_t *o32, const int64_t *o64,
-                            Py_ssize_t last, bint exact, int64_t *buf, uint32_t *j,
-                            ss_py1e_space *sp, int *warn, Py_ssize_t from_span) noexcept nogil:
+                            const ss_cols *cols, Py_ssize_t last, bint exact, int64_t *buf,
+                            uint32_t *j, ss_py1e_space *sp, int *warn,
+                            Py_ssize_t from_span) noexcept nogil:
     """``shuffle_nodes``' draws, node by node (arguments checked): from the reader ``r`` (PCG64
     raws; ``bg`` is then a bitgen_t over it), or from ``bg`` itself when ``r`` is NULL.
 
@@ -1604,7 +1641,7 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
     (out of memory) or the entry of the grouping whose place is outside its span.
     """
     cdef bint pick = buf != NULL
-    cdef Py_ssize_t c, k, e, a, a0, z, n, place, node_start = 0, span_start, skipped
+    cdef Py_ssize_t c, k, e, a, a0, z, n, place, node_start = 0, span_start, skipped, left
     cdef int64_t *dst
     cdef int got
     for c in range(node_spans.shape[0] - 1):
@@ -1627,8 +1664,8 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
             # py1s checks each span's places as it keeps them, _draw_span_kept.)
             span_start = node_start + skipped
             for k in range(a0, z):
-                e = _check_span(want, o32, o64, want_bounds[k], want_bounds[k + 1], span_start,
-                                sizes[k])
+                e = _check_span(want, o32, o64, cols, want_bounds[k], want_bounds[k + 1],
+                                span_start, sizes[k])
                 if e >= 0:
                     return e
                 span_start += sizes[k]
@@ -1641,7 +1678,7 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
             continue
         if pick and not spread:
             e = _draw_spans_picked(r, bg, begins, sizes, a0, z, node_start + skipped, out, want,
-                                   want_bounds, o32, o64, buf, j)
+                                   want_bounds, o32, o64, cols, buf, j)
             if e >= 0:
                 return e
             node_start += n
@@ -1656,7 +1693,16 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
             if got < 0:
                 return -2
             warn[0] |= got
-        if pick:
+        if pick and cols != NULL:
+            left = 0
+            k = 0
+            for e in range(want_bounds[a], want_bounds[z]):
+                if left == 0:
+                    k = _col_at(cols, e, &left)
+                out[k] = buf[want[k] - node_start]
+                k += cols.w
+                left -= 1
+        elif pick:
             for e in range(want_bounds[a], want_bounds[z]):
                 k = _at(o32, o64, e)
                 out[k] = buf[want[k] - node_start]
@@ -1665,11 +1711,21 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
 
 
 cdef inline Py_ssize_t _check_span(const int64_t[:] want, const int32_t *o32, const int64_t *o64,
-                                   Py_ssize_t first, Py_ssize_t end, int64_t span_start,
-                                   int64_t size) noexcept nogil:
+                                   const ss_cols *cols, Py_ssize_t first, Py_ssize_t end,
+                                   int64_t span_start, int64_t size) noexcept nogil:
     # The first entry of first .. end whose place is outside the span, or -1.
-    cdef Py_ssize_t e
+    cdef Py_ssize_t e, i = 0, left = 0
     cdef int64_t place
+    if cols != NULL:
+        for e in range(first, end):
+            if left == 0:
+                i = _col_at(cols, e, &left)
+            place = want[i]
+            if place < span_start or place >= span_start + size:
+                return e
+            i += cols.w
+            left -= 1
+        return -1
     for e in range(first, end):
         place = want[_at(o32, o64, e)]
         if place < span_start or place >= span_start + size:
@@ -1680,7 +1736,7 @@ cdef inline Py_ssize_t _check_span(const int64_t[:] want, const int32_t *o32, co
 cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
                               const int64_t[:] sizes, int64_t[:] out, const int64_t[:] want,
                               const int64_t[:] want_bounds, const int32_t *o32,
-                              const int64_t *o64, int64_t *buf, uint32_t *j,
+                              const int64_t *o64, const ss_cols *cols, int64_t *buf, uint32_t *j,
                               const ss_spanpos *pos, Py_ssize_t known) noexcept nogil:
     """py1s spans ``0 .. known`` whose words a scout found: the reader jumps to each wanted
     one and draws it, then to where span ``known`` starts. Returns -1 or the entry of the
@@ -1691,7 +1747,7 @@ cdef Py_ssize_t _draw_scouted(ss_raw *r, bitgen_t *bg, const int64_t[:] begins,
         if want_bounds[k + 1] > want_bounds[k]:
             ss_raw_seek_span(r, &pos[k])
             e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                                want_bounds[k + 1], out, want, o32, o64, buf, j)
+                                want_bounds[k + 1], out, want, o32, o64, cols, buf, j)
             if e >= 0:
                 return e
         span_start += sizes[k]
@@ -1714,14 +1770,15 @@ cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size
 cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
                                        Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
                                        int64_t[:] out, const int64_t[:] want,
-                                       const int32_t *o32, const int64_t *o64, int64_t *buf,
+                                       const int32_t *o32, const int64_t *o64,
+                                       const ss_cols *cols, int64_t *buf,
                                        uint32_t *j) noexcept nogil:
     # One span drawn in buf (_draw_span), then its wanted places (grouping entries a .. z)
     # checked and kept: returns -1, or the first entry whose place is outside the span (the
     # span is drawn by then; the caller raises). From the reader the span is shuffled as
     # offsets in 16- or 32-bit entries (same draws and swaps on less memory; the raw path has
     # spans of at most 2**32 samples).
-    cdef Py_ssize_t i, e
+    cdef Py_ssize_t i, e, left = 0
     cdef int64_t p
     cdef uint16_t *x16 = NULL
     cdef uint32_t *x32 = NULL
@@ -1736,6 +1793,24 @@ cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, i
     else:
         _draw_span(r, bg, begin, size, buf, j)
     if z <= a:
+        return -1
+    if cols != NULL:
+        # Columns: the span's entries step down a column (a new one where it ends).
+        i = 0
+        for e in range(a, z):
+            if left == 0:
+                i = _col_at(cols, e, &left)
+            p = want[i] - span_start
+            if p < 0 or p >= size:
+                return e
+            if x16 != NULL:
+                out[i] = begin + x16[p]
+            elif x32 != NULL:
+                out[i] = begin + x32[p]
+            else:
+                out[i] = buf[p]
+            i += cols.w
+            left -= 1
         return -1
     if x16 != NULL and want.strides[0] == sizeof(int64_t) and out.strides[0] == sizeof(int64_t):
         # The usual case, flat arrays: plain pointers (no stride multiply per entry).
@@ -1766,7 +1841,8 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
                                    const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z,
                                    Py_ssize_t span_start, int64_t[:] out, const int64_t[:] want,
                                    const int64_t[:] want_bounds, const int32_t *o32,
-                                   const int64_t *o64, int64_t *buf, uint32_t *j) noexcept nogil:
+                                   const int64_t *o64, const ss_cols *cols, int64_t *buf,
+                                   uint32_t *j) noexcept nogil:
     """py1s spans ``a .. z`` (first place ``span_start``), each shuffled in ``buf`` (one span)
     and its wanted places checked and kept at once; a span nobody wants is only drawn past
     (reader). Returns -1 or the entry of the grouping whose place is outside its span."""
@@ -1776,7 +1852,7 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
             ss_fisher_yates_skip(r, sizes[k])
         else:
             e = _draw_span_kept(r, bg, begins[k], sizes[k], span_start, want_bounds[k],
-                                want_bounds[k + 1], out, want, o32, o64, buf, j)
+                                want_bounds[k + 1], out, want, o32, o64, cols, buf, j)
             if e >= 0:
                 return e
         span_start += sizes[k]
@@ -1787,8 +1863,8 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
                                 const int64_t[:] sizes, const int64_t[:] node_spans,
                                 int64_t low, int64_t high, int64_t[:] out,
                                 const int64_t[:] want, const int64_t[:] want_bounds,
-                                const int32_t *o32, const int64_t *o64, Py_ssize_t last,
-                                bint exact, int mode, int64_t *buf, uint32_t *j,
+                                const int32_t *o32, const int64_t *o64, const ss_cols *cols,
+                                Py_ssize_t last, bint exact, int mode, int64_t *buf, uint32_t *j,
                                 ss_py1e_space *sp, int *warn, Scout scout) except -3:
     """:func:`_draw_nodes` from a PCG64 generator's raw outputs (its lock held): a reader over
     a copy of ``bit`` (and a helper thread making raws ahead when worth it); ``bit`` is then
@@ -1809,7 +1885,7 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
             with nogil:
                 known = ss_scout_stop(&scout.s)
                 bad = _draw_scouted(&r, &rbg, begins, sizes, out, want, want_bounds, o32, o64,
-                                    buf, j, scout.s.pos, known)
+                                    cols, buf, j, scout.s.pos, known)
             if bad >= 0:
                 return bad
         helpers = _helper_copies(bit, spread, sizes, node_spans,
@@ -1825,7 +1901,7 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
             ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
         with nogil:
             bad = _draw_nodes(&r, &rbg, spread, begins, sizes, node_spans, low, high, out, want,
-                              want_bounds, o32, o64, last, exact, buf, j, sp, warn, known)
+                              want_bounds, o32, o64, cols, last, exact, buf, j, sp, warn, known)
     finally:
         with nogil:
             ss_pref_free(&r)
@@ -2099,7 +2175,7 @@ def ascending_bounds(const int64_t[:] places, const int64_t[:] node_starts):
 
 
 def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t[:] out,
-                  Py_ssize_t max_width=64):
+                  Py_ssize_t max_width=64, bint columns=False):
     """``group_places`` when the places are a few interleaved ascending runs: if they are
     non-negative up to some ``m`` and negative from there on (padding at the end), and every
     column ``places[j:m:w]`` is non-decreasing for the ``w`` at the first descent (a worker's
@@ -2115,10 +2191,15 @@ def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t
         out (NDArray[np.int64]): As long as ``places`` (may be ``places`` itself); set to
             ``-1`` at the padding.
         max_width (int): Most columns to consider. Defaults to 64.
+        columns (bool): When the grouping is the columns one after another (each group within
+            one column, the columns' groups in column order: the ``orig`` partition's shape),
+            return the number of columns ``w`` instead of an order: ``shuffle_nodes`` then
+            walks ``places[:m]`` column by column (no order array: its fresh pages cost more
+            than the grouping). Defaults to ``False``.
 
     Returns:
-        Tuple[NDArray[np.int64], NDArray[np.int32] | NDArray[np.int64]] | None: As
-            ``group_places``, or ``None``.
+        Tuple[NDArray[np.int64], NDArray[np.int32] | NDArray[np.int64] | int] | None: As
+            ``group_places`` (or with ``columns``, possibly ``w`` for the order), or ``None``.
 
     Raises:
         ValueError: If the groups do not ascend from 0, or out is not as long as places.
@@ -2134,6 +2215,8 @@ def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t
     if out.shape[0] != n:
         raise ValueError("out must be as long as places")
     cdef int64_t total = node_starts[num_nodes], cost = 0
+    cdef bint colmajor = True
+    cdef Py_ssize_t lastcol = 0
     with nogil:
         while m < n and places[m] >= 0:
             m += 1
@@ -2206,12 +2289,23 @@ def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t
                             rmax = hi
                 if used > 1:
                     cost += (rmax - rmin) * w
+                    colmajor = False
                 elif used == 1:
                     cost += rmax - rmin
+                    for j in range(w):
+                        if first[(g + 1) * w + j] > first[g * w + j]:
+                            if j < lastcol:
+                                colmajor = False
+                            lastcol = j
             if cost > 2 * m + 64:
                 ok = False
         if not ok:
             return None
+        if columns and colmajor:
+            with nogil:
+                for k in range(m, n):
+                    out[k] = -1
+            return bounds_arr, w
         order_arr = np.empty(m, np.int32 if n < (1 << 31) else np.int64)
         if m:
             if order_arr.dtype == np.int32:

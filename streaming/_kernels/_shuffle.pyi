@@ -89,7 +89,8 @@ def strided_group(
     node_starts: NDArray[np.int64],
     out: NDArray[np.int64],
     max_width: int = ...,
-) -> tuple[NDArray[np.int64], NDArray[np.int64] | NDArray[np.int32]] | None: ...
+    columns: bool = ...,
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | NDArray[np.int32] | int] | None: ...
 
 class Scout:
     def __init__(self, rng: np.random.Generator, sizes: NDArray[np.int64], *,

@@ -457,8 +457,9 @@ def shuffle_places(
         places, out = places[:valid], out[:valid]
     else:
         # A share over several canonical nodes interleaves one ascending column per node: grouped
-        # column by column (the same grouping, without a look-up per place).
-        grouped = _shuffle.strided_group(places, span_starts, out)
+        # column by column (without a look-up per place; the kernel then walks the columns, no
+        # order array).
+        grouped = _shuffle.strided_group(places, span_starts, out, columns=True)
         if grouped is None:
             grouped = _shuffle.group_places(places, span_starts, out)
         want_bounds, order = grouped
