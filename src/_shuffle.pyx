@@ -2218,20 +2218,24 @@ def strided_group(const int64_t[:] places, const int64_t[:] node_starts, int64_t
     cdef bint colmajor = True
     cdef Py_ssize_t lastcol = 0
     with nogil:
-        while m < n and places[m] >= 0:
-            m += 1
-        for k in range(m, n):
-            if places[k] >= 0:
-                ok = False
-                break
-        if ok:
-            while w < m and places[w] >= places[w - 1]:
+        # One pass: the first descent gives w; then each column ascends up to the padding.
+        if n == 0 or places[0] < 0:
+            ok = False
+        else:
+            while w < n and places[w] >= places[w - 1]:
                 w += 1
-            if w >= m or w > max_width:
+            if w >= n or places[w] < 0 or w > max_width:
                 ok = False  # ascending (ascending_bounds' case), or too many columns
         if ok:
-            for k in range(w, m):
-                if places[k] < places[k - w]:
+            m = w
+            while m < n and places[m] >= 0:
+                if places[m] < places[m - w]:
+                    ok = False
+                    break
+                m += 1
+        if ok:
+            for k in range(m, n):
+                if places[k] >= 0:
                     ok = False
                     break
         if ok:

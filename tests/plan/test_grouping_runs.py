@@ -193,7 +193,7 @@ def test_strided_places_look_up_as_the_whole_shuffle(case, algo, seed, ncn):
     starts, places = case
     sizes = np.diff(starts)
     # A span after the places' makes their share small enough to be looked up node by node.
-    sizes = np.concatenate([sizes[sizes > 0], [4 * len(places) + 1]]).astype(np.int64)
+    sizes = np.concatenate([sizes[sizes > 0], [4 * len(places) + ncn]]).astype(np.int64)
     full = get_shuffle(algo, sizes, ncn, seed, 0, 1 << 18)
     want = np.where(places >= 0, full[np.maximum(places, 0)], -1)
     got = shuffle_places(algo, sizes, ncn, seed, 0, 1 << 18, places.copy())
