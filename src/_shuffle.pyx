@@ -35,6 +35,8 @@ import os
 
 import numpy as np
 
+from streaming._kernels import _plan
+
 
 cdef extern from "numpy/random/distributions.h":
     void random_bounded_uint64_fill(bitgen_t *bitgen_state, uint64_t off, uint64_t rng,
@@ -628,6 +630,22 @@ cdef extern from *:
     #else
     #define SS_ALWAYS_INLINE static inline
     #endif
+    /* The reader's next 32-bit word (low half of a raw, then its high half, as NumPy's
+       next_uint32 buffers it), for loops that keep the reader's fields in locals. */
+    SS_ALWAYS_INLINE uint32_t ss_word(ss_raw *r, const uint64_t **buf, int64_t *pos,
+                                      int64_t *end, int *hh, uint32_t *half) {
+        if (*hh) {
+            *hh = 0;
+            return *half;
+        }
+        if (*pos == *end) {
+            r->pos = *pos; ss_refill(r);
+            *buf = r->buf; *pos = r->pos; *end = r->end;
+        }
+        uint64_t raw = (*buf)[(*pos)++];
+        *hh = 1; *half = (uint32_t)(raw >> 32);
+        return (uint32_t)raw;
+    }
     SS_ALWAYS_INLINE void ss_fy_words(ss_raw *r, uint32_t *j, int64_t n) {
         int64_t i = n - 1;
         const uint64_t *buf = r->buf;
@@ -647,17 +665,7 @@ cdef extern from *:
                     pos += nb * (SS_BLOCK / 2);
                     continue;
                 }
-                uint32_t w;
-                if (hh) {
-                    hh = 0; w = half;
-                } else {
-                    if (pos == end) {
-                        r->pos = pos; ss_refill(r);
-                        buf = r->buf; pos = r->pos; end = r->end;
-                    }
-                    uint64_t raw = buf[pos++];
-                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
-                }
+                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
                 uint64_t v = (uint64_t)w & mask;
                 if (j != NULL) j[i] = (uint32_t)v;
                 i -= (int64_t)(v <= (uint64_t)i);
@@ -3185,17 +3193,7 @@ cdef extern from *:
             int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
             if (stop > cnt) stop = cnt;
             while (t < stop) {
-                uint32_t w;
-                if (hh) {
-                    hh = 0; w = half;
-                } else {
-                    if (pos == end) {
-                        r->pos = pos; ss_refill(r);
-                        buf = r->buf; pos = r->pos; end = r->end;
-                    }
-                    uint64_t raw = buf[pos++];
-                    hh = 1; half = (uint32_t)(raw >> 32); w = (uint32_t)raw;
-                }
+                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
                 uint64_t v = (uint64_t)w & mask;
                 int ok = v <= (uint64_t)i;
                 jr[t] = (int64_t)v;
@@ -3318,8 +3316,10 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
         free(ja)
     if pl is None:
         return full
-    if not small:
-        _plan_compose(out, pl, full)
+    if not small:  # an int64 permutation: the places are looked up through it in place
+        if out is not places:
+            out[...] = pl
+        _plan.compose_ids(out, full, None)
         return out
     with nogil:
         bad = ss_gather32(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
@@ -3328,11 +3328,3 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
         raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
     return out
 
-
-cdef object _plan_compose(object out, object places, object full):
-    # Past 2**31 samples (int64 permutation): plain NumPy.
-    pl = np.asarray(places)
-    if len(pl) and pl.max() >= len(full):
-        raise ValueError(f"place {pl.max()} is outside the epoch of {len(full)}")
-    out[...] = np.where(pl >= 0, full[np.maximum(pl, 0)], -1)
-    return out

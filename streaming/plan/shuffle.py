@@ -53,6 +53,16 @@ def _as_sizes(shard_sizes: Sequence[int] | NDArray[np.int64]) -> NDArray[np.int6
     return sizes
 
 
+def _out_for(
+    places: NDArray[np.int64], overwrite: bool, copy: bool = False
+) -> NDArray[np.int64]:
+    # The result array of a look-up: ``places`` itself when the caller gives it away (each place
+    # is read before its value replaces it), else a new array (``copy``: holding the places).
+    if overwrite and places.flags.writeable:
+        return places
+    return places.copy() if copy else np.empty(len(places), np.int64)
+
+
 def _check_args(num_canonical_nodes: int, seed: int, epoch: int) -> None:
     if int(num_canonical_nodes) < 1:
         raise ValueError(
@@ -436,7 +446,7 @@ def shuffle_places(
         full = get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)
         if len(places) == len(full) and _plan.is_arange(places):
             return full  # a lone worker's places are the epoch in order: nothing to look up
-        out = places if overwrite and places.flags.writeable else places.copy()
+        out = _out_for(places, overwrite, copy=True)
         _plan.compose_ids(out, full, None)
         return out
     begins, span_sizes, node_spans, epoch_rng, num_samples = spans or _node_spans(
@@ -444,7 +454,7 @@ def shuffle_places(
     )
     bounds = _bounds(node_spans)
     span_starts = np.concatenate([[0], np.cumsum(span_sizes)])
-    out = places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
+    out = _out_for(places, overwrite)
     # Grouped by span: py1s keeps a span's places as soon as it is shuffled. ``places`` stays
     # the kernel's list of places even when it is ``out`` (each is read before it is replaced).
     # Ascending places (then padding) are grouped as they are: only the spans' bounds are found.
@@ -511,16 +521,8 @@ def _view_naive(
     _check_args(num_canonical_nodes, seed, epoch)
     if len(places) == n and _plan.is_arange(places):
         return get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
-    out = places if overwrite and places.flags.writeable else places.copy()
-    if n >= 1 << 31:  # an int64 permutation: looked up in place
-        full = get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
-        _plan.compose_ids(out, full, None)
-        return out
+    out = _out_for(places, overwrite)
     return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out)
-
-
-def _view_out(places: NDArray[np.int64], overwrite: bool) -> NDArray[np.int64]:
-    return places if overwrite and places.flags.writeable else np.empty(len(places), np.int64)
 
 
 def _view_py1br(
@@ -542,7 +544,7 @@ def _view_py1br(
         _shuffle.py1br_places(epoch_rng, begins, span_sizes, bounds, stagger, low, high, ids)
         return ids
     span_starts = np.concatenate([[0], np.cumsum(span_sizes)])
-    out = _view_out(places, overwrite)
+    out = _out_for(places, overwrite)
     want_bounds, order = _shuffle.group_places(places, span_starts[bounds], out)
     _shuffle.py1br_places(
         epoch_rng,
@@ -580,7 +582,7 @@ def _view_py2s(
         _shuffle.py2s_places(fixed_rng, epoch_rng, *layout, ids)
         return ids
     piece_starts = np.concatenate([[0], np.cumsum(layout[3])])
-    out = _view_out(places, overwrite)
+    out = _out_for(places, overwrite)
     want_bounds, order = _shuffle.group_places(places, piece_starts[layout[4]], out)
     _shuffle.py2s_places(
         fixed_rng, epoch_rng, *layout, out, places, want_bounds, order, exact=False
