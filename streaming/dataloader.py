@@ -15,6 +15,7 @@ from torch.utils.data._utils import collate as torch_collate
 from streaming.collate import collated_batches
 from streaming.dataset import StreamingDataset
 from streaming.worker_batches import PIPE_BYTES, ChunkedBatches, WorkerSetup, interleave
+from streaming.worker_queues import DirectContext
 from streaming.world import World
 
 __all__ = ["StreamingDataLoader"]
@@ -119,13 +120,14 @@ class StreamingDataLoader(DataLoader):
         first = self._chunk_loader is None
         if first:
             # Torch runs the workers: seeds (its base-seed draw from ``generator`` is the
-            # same), worker_init_fn, errors, timeouts, persistent workers, pinning.
+            # same), worker_init_fn, errors, timeouts, persistent workers, pinning. Its queues
+            # write their small messages themselves (see streaming.worker_queues).
             self._chunk_loader = DataLoader(
                 ChunkedBatches(self.dataset, self.batch_size, self.drop_last),
                 batch_size=None, collate_fn=_as_is, num_workers=self.num_workers,
                 pin_memory=self.pin_memory, timeout=self.timeout,
                 worker_init_fn=WorkerSetup(self.worker_init_fn),
-                multiprocessing_context=self.multiprocessing_context,
+                multiprocessing_context=DirectContext(self.multiprocessing_context),
                 generator=self.generator, prefetch_factor=self.prefetch_factor,
                 persistent_workers=self.persistent_workers,
                 pin_memory_device=self.pin_memory_device)

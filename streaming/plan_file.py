@@ -17,9 +17,9 @@ import os
 from typing import Any
 
 import numpy as np
-from filelock import FileLock
 from numpy.typing import NDArray
 
+from streaming.locks import FileLock
 from streaming.plan import PlanSpec, epoch_work
 from streaming.storage.atomic import atomic_file
 

@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Any, Iterator
 
-from filelock import FileLock
+from streaming.locks import FileLock
 
 __all__ = ["RunState"]
 

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from filelock import FileLock
 from numpy.typing import NDArray
 
 from streaming.constant import DEFAULT_TIMEOUT
 from streaming.format import get_index_basename, reader_from_json
+from streaming.locks import FileLock
 from streaming.world import World
 
 __all__ = ["DEFAULT_TIMEOUT", "Stream", "streams_registry"]

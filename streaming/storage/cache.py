@@ -32,7 +32,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from filelock import FileLock, Timeout
+from filelock import Timeout
+
+from streaming.locks import FileLock
 
 __all__ = ["CacheEntry", "ShardCache", "runtime_dir"]
 
