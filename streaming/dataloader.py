@@ -53,11 +53,11 @@ class StreamingDataLoader(DataLoader):
         # told first without isinstance's ABC checks.
         if type(batch) is dict or isinstance(batch, Mapping):
             for value in batch.values():
-                return len(value)
+                return _length(value)
             raise ValueError("Batch is empty")
         if isinstance(batch, Tensor):
-            return len(batch)
-        return len(batch[0])
+            return _length(batch)
+        return _length(batch[0])
 
     def __iter__(self) -> Iterator[Any]:
         """Iterate over this DataLoader, yielding batches.
@@ -75,10 +75,11 @@ class StreamingDataLoader(DataLoader):
             batches = self._iter_chunks()
         else:
             batches, ours = super().__iter__(), False  # (torch's iterator warns itself)
+        state = self.__dict__  # (DataLoader.__setattr__ checks every name it is given)
         for yielded, batch in enumerate(batches, 1):
             if ours:
                 self._warn_past_length(yielded)
-            self.num_samples_yielded += self._get_batch_size(batch)
+            state["num_samples_yielded"] += self._get_batch_size(batch)
             yield batch
 
     def _batches_ours(self) -> bool:
@@ -176,6 +177,14 @@ class StreamingDataLoader(DataLoader):
             iterator = getattr(loader, "_iterator", None)
             if iterator is not None and hasattr(iterator, "_shutdown_workers"):
                 iterator._shutdown_workers()
+
+
+def _length(value: Any) -> int:
+    """``len(value)``; for a tensor of one or more dimensions, read off its shape (torch's
+    ``Tensor.__len__`` is Python: ~2 us a batch)."""
+    if type(value) is Tensor and value.dim():
+        return value.shape[0]
+    return len(value)
 
 
 def _widen_pipe(iterator: Any) -> None:

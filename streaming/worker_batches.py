@@ -154,12 +154,14 @@ def _plain(data: Any) -> np.ndarray | None:
 
 
 def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
-          offset: list[int], keep_over: int | None = None) -> Any:
+          offset: list[int], keep_over: int | None = None) -> tuple[Any, tuple[Any, ...] | None]:
     """``batch`` with each plain CPU tensor replaced by its slot (:class:`_SlotMark`): those
     made in ``ring`` (:meth:`~streaming.batch_ring.Ring.array`) stay where they are; the others are
     moved to ``arrays`` (their offset in the payload, a multiple of
     :data:`~streaming.batch_ring.ALIGN`, and their bytes; ``offset``: the payload's length so
-    far, updated), but for those of more than ``keep_over`` bytes, left as they are.
+    far, updated), but for those of more than ``keep_over`` bytes, left as they are. Returned
+    with the keys of its slots (:func:`_slot_keys`), so that the main process looks at nothing
+    else (a batch of 32 strings is walked in ~1 us).
     """
     def move(data: Any) -> Any:
         array = _plain(data)
@@ -175,29 +177,53 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
         arrays.append((start, array.reshape(-1).view(np.uint8)))
         return (_SLOT, data.dtype, array.dtype, tuple(data.shape), start, offset[0], False)
 
-    return _walk(batch, move)
+    packed = _walk(batch, move)
+    return packed, _slot_keys(packed)
 
 
-def _unpack(batch: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool) -> Any:
-    """Undo :func:`_pack`: each slot (:class:`_SlotMark`) becomes a tensor of its bytes: in the
-    ring (viewed, see :meth:`~streaming.batch_ring.Ring.lend`), or in ``payload`` (viewed if
-    ``lent``, else copied)."""
-    def build(data: Any) -> Any:
-        if not _slot(data):
-            return data
-        _, dtype, array_dtype, shape, start, stop, in_ring = data
-        if in_ring:
-            raw, view = ring.lend(start, stop - start), True
-        else:
-            raw, view = payload[start:stop], lent
-        if view:
-            return torch.from_numpy(raw.view(array_dtype).reshape(shape))
-        out = torch.empty(shape, dtype=dtype)
-        if stop > start:
-            out.numpy().reshape(-1).view(np.uint8)[:] = raw
-        return out
+def _slot_keys(packed: Any) -> tuple[Any, ...] | None:
+    """The keys of a packed dict batch whose values are slots, if no other value holds any
+    (then the main process builds those and touches nothing else); else ``None``."""
+    if type(packed) is not dict:
+        return None
+    keys = []
+    for key, value in packed.items():
+        kind = type(value)
+        if kind is tuple and _slot(value):
+            keys.append(key)
+        elif kind is dict or kind is tuple or (kind is list and not set(map(type, value)) <= _AS_IS):
+            return None
+    return tuple(keys)
 
-    return _walk(batch, build)
+
+def _build(data: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool) -> Any:
+    """A slot's tensor (anything else as it is): of its bytes in the ring (viewed, see
+    :meth:`~streaming.batch_ring.Ring.lend`), or in ``payload`` (viewed if ``lent``, else
+    copied)."""
+    if not _slot(data):
+        return data
+    _, dtype, array_dtype, shape, start, stop, in_ring = data
+    if in_ring:
+        raw, view = ring.lend(start, stop - start), True
+    else:
+        raw, view = payload[start:stop], lent
+    if view:
+        return torch.from_numpy(raw.view(array_dtype).reshape(shape))
+    out = torch.empty(shape, dtype=dtype)
+    if stop > start:
+        out.numpy().reshape(-1).view(np.uint8)[:] = raw
+    return out
+
+
+def _unpack(packed: Any, keys: tuple[Any, ...] | None, ring: Ring | None,
+            payload: np.ndarray | None, lent: bool) -> Any:
+    """Undo :func:`_pack`: each slot (:class:`_SlotMark`) becomes its tensor (:func:`_build`);
+    with ``keys`` (:func:`_slot_keys`), only those values of the dict are looked at."""
+    if keys is None:
+        return _walk(packed, lambda data: _build(data, ring, payload, lent))
+    for key in keys:
+        packed[key] = _build(packed[key], ring, payload, lent)
+    return packed
 
 
 def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
@@ -211,7 +237,8 @@ def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes |
         raw = np.frombuffer(payload, np.uint8)
     elif start is not None:
         raw, lent = ring.lend(start, nbytes), True
-    return Chunk(worker, [_unpack(batch, ring, raw, lent) for batch in skeleton], last)
+    return Chunk(worker, [_unpack(batch, keys, ring, raw, lent) for batch, keys in skeleton],
+                 last)
 
 
 def _give_back(ring: Ring, batch: Any) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 __all__ = ["DIRECT_BYTES", "DirectContext", "DirectQueue"]
 
 # Largest message written by the putting thread (bigger ones, rare here, go to the feeder).
-DIRECT_BYTES = 64 << 10
+DIRECT_BYTES = 256 << 10
 
 
 class DirectQueue(queues.Queue):

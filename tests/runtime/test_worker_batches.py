@@ -158,6 +158,24 @@ def test_chunk_keeps_what_it_cannot_move() -> None:
     assert got[1]["nested"][0]["x"][0] == 0
 
 
+def test_flat_dict_batches_build_only_their_slots() -> None:
+    # A dict of tensors and leaves is rebuilt by its slot keys alone; anything nested holding
+    # tensors takes the full walk. Both give the same batches.
+    flat = {"tokens": torch.arange(12, dtype=torch.int32).reshape(3, 4), "id": torch.arange(3),
+            "text": ["a", "b", "c"], "score": 1.5, "none": None}
+    nested = {"pair": (torch.arange(2), torch.ones(2)), "text": ["x"]}
+    listed = {"many": [torch.arange(2), torch.arange(3)]}
+    arrays, offset = [], [0]
+    packed, keys = worker_batches._pack(flat, None, arrays, offset)
+    assert keys == ("tokens", "id")
+    assert worker_batches._pack(nested, None, [], [0])[1] is None
+    assert worker_batches._pack(listed, None, [], [0])[1] is None
+    assert worker_batches._pack([torch.arange(2)], None, [], [0])[1] is None
+    for batches_ in ([flat, flat], [nested, listed, flat]):
+        got = pickle.loads(ForkingPickler.dumps(Chunk(0, batches_, False))).batches
+        _same(got, batches_)
+
+
 # ---- the order ----
 
 def _torch_order(per_worker: list[list[int]]) -> list[int]:
