@@ -189,8 +189,14 @@ def test_lock_timeouts_and_retry_intervals(tmp_path, monkeypatch) -> None:
     holder.start()
     assert held.wait(30)
     sleeps: list[float] = []
-    real_sleep = time.sleep
-    monkeypatch.setattr(locks.time, "sleep", lambda s: (sleeps.append(s), real_sleep(s)))
+    real_sleep, me = time.sleep, threading.get_ident()
+
+    def sleep(seconds: float) -> None:  # (time.sleep itself: other threads' sleeps pass by)
+        if threading.get_ident() == me:
+            sleeps.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(locks.time, "sleep", sleep)
     lock = FileLock(path, thread_local=False)
     with pytest.raises(Timeout):
         lock.acquire(timeout=0.3)
