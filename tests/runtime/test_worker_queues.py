@@ -212,3 +212,22 @@ def test_lock_timeouts_and_retry_intervals(tmp_path, monkeypatch) -> None:
     with lock.acquire(timeout=0):
         assert lock.is_locked
     assert not lock.is_locked
+
+
+def test_an_unpicklable_batch_stops_the_loader_instead_of_hanging(token_dataset) -> None:
+    # The worker pickles its chunk itself now: the error ends it, and torch's loader says so.
+    # (Through a feeder thread the chunk was dropped with a printed traceback and the main
+    # process waited for it forever; the loader's timeout here turns that into another error.)
+    class Local(str):  # (a local class: pickle cannot name it)
+        pass
+
+    class Unpicklable(StreamingDataset):
+        def get_item(self, idx):
+            sample = super().get_item(idx)
+            sample["text"] = Local(sample["text"])
+            return sample
+
+    ds = Unpicklable(local=token_dataset, shuffle=False, batch_size=8)
+    loader = StreamingDataLoader(ds, batch_size=8, num_workers=2, timeout=60)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(loader)
