@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,6 +62,28 @@ def _out_for(
     if overwrite and places.flags.writeable:
         return places
     return places.copy() if copy else np.empty(len(places), np.int64)
+
+
+def _group(
+    places: NDArray[np.int64], starts: NDArray[np.int64], out: NDArray[np.int64],
+    columns: bool = False,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], Any]:
+    # A worker's places grouped by the groups (nodes, spans or pieces) starting at ``starts``,
+    # for the kernels that draw group by group: ``(places, out, want_bounds, order)``. The
+    # partition's usual shapes cost no per-place look-up: ascending places (then padding) are
+    # grouped as they are (places and out cut to the valid ones, the padding's results set to
+    # -1; no order), and a share interleaving one ascending column per canonical node column
+    # by column (``columns``: an order of the column count, which only ``shuffle_nodes``
+    # walks); anything else through ``group_places``.
+    ascending = _shuffle.ascending_bounds(places, starts)
+    if ascending is not None:
+        valid, want_bounds = ascending
+        out[valid:] = -1
+        return places[:valid], out[:valid], want_bounds, None
+    grouped = _shuffle.strided_group(places, starts, out, columns=columns)
+    if grouped is None:
+        grouped = _shuffle.group_places(places, starts, out)
+    return (places, out, *grouped)
 
 
 def _check_args(num_canonical_nodes: int, seed: int, epoch: int) -> None:
@@ -459,20 +482,7 @@ def shuffle_places(
     # the kernel's list of places even when it is ``out`` (each is read before it is replaced).
     # Ascending places (then padding) are grouped as they are: only the spans' bounds are found.
     result = out
-    ascending = _shuffle.ascending_bounds(places, span_starts)
-    if ascending is not None:
-        valid, want_bounds = ascending
-        order = None
-        out[valid:] = -1
-        places, out = places[:valid], out[:valid]
-    else:
-        # A share over several canonical nodes interleaves one ascending column per node: grouped
-        # column by column (without a look-up per place; the kernel then walks the columns, no
-        # order array).
-        grouped = _shuffle.strided_group(places, span_starts, out, columns=True)
-        if grouped is None:
-            grouped = _shuffle.group_places(places, span_starts, out)
-        want_bounds, order = grouped
+    places, out, want_bounds, order = _group(places, span_starts, out, columns=True)
     # epoch_rng is dropped afterwards (exact=False): nodes past the last one needed are not drawn.
     if algo == "py1s":
         _shuffle.shuffle_nodes(
@@ -544,8 +554,8 @@ def _view_py1br(
         _shuffle.py1br_places(epoch_rng, begins, span_sizes, bounds, stagger, low, high, ids)
         return ids
     span_starts = np.concatenate([[0], np.cumsum(span_sizes)])
-    out = _out_for(places, overwrite)
-    want_bounds, order = _shuffle.group_places(places, span_starts[bounds], out)
+    result = out = _out_for(places, overwrite)
+    places, out, want_bounds, order = _group(places, span_starts[bounds], out)
     _shuffle.py1br_places(
         epoch_rng,
         begins,
@@ -560,7 +570,7 @@ def _view_py1br(
         order,
         exact=False,
     )
-    return out
+    return result
 
 
 def _view_py2s(
@@ -582,12 +592,12 @@ def _view_py2s(
         _shuffle.py2s_places(fixed_rng, epoch_rng, *layout, ids)
         return ids
     piece_starts = np.concatenate([[0], np.cumsum(layout[3])])
-    out = _out_for(places, overwrite)
-    want_bounds, order = _shuffle.group_places(places, piece_starts[layout[4]], out)
+    result = out = _out_for(places, overwrite)
+    places, out, want_bounds, order = _group(places, piece_starts[layout[4]], out)
     _shuffle.py2s_places(
         fixed_rng, epoch_rng, *layout, out, places, want_bounds, order, exact=False
     )
-    return out
+    return result
 
 
 _VIEWS: dict[str, Callable[..., NDArray[np.int64]]] = {
