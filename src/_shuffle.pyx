@@ -1775,6 +1775,16 @@ cdef inline void _draw_span(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size
         ss_fisher_yates_i64(bg, dst, j, size)
 
 
+cdef inline int64_t _kept(const uint16_t *x16, const uint32_t *x32, const int64_t *buf,
+                          int64_t begin, int64_t p) noexcept nogil:
+    # The id at offset p of a drawn span: as 16- or 32-bit offsets from begin, or as ids.
+    if x16 != NULL:
+        return begin + x16[p]
+    if x32 != NULL:
+        return begin + x32[p]
+    return buf[p]
+
+
 cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, int64_t size,
                                        Py_ssize_t span_start, Py_ssize_t a, Py_ssize_t z,
                                        int64_t[:] out, const int64_t[:] want,
@@ -1811,12 +1821,7 @@ cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, i
             p = want[i] - span_start
             if p < 0 or p >= size:
                 return e
-            if x16 != NULL:
-                out[i] = begin + x16[p]
-            elif x32 != NULL:
-                out[i] = begin + x32[p]
-            else:
-                out[i] = buf[p]
+            out[i] = _kept(x16, x32, buf, begin, p)
             i += cols.w
             left -= 1
         return -1
@@ -1836,12 +1841,7 @@ cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, i
         p = want[i] - span_start
         if p < 0 or p >= size:
             return e
-        if x16 != NULL:
-            out[i] = begin + x16[p]
-        elif x32 != NULL:
-            out[i] = begin + x32[p]
-        else:
-            out[i] = buf[p]
+        out[i] = _kept(x16, x32, buf, begin, p)
     return -1
 
 
