@@ -160,7 +160,7 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
     moved to ``arrays`` (their offset in the payload, a multiple of
     :data:`~streaming.batch_ring.ALIGN`, and their bytes; ``offset``: the payload's length so
     far, updated), but for those of more than ``keep_over`` bytes, left as they are. Returned
-    with the keys of its slots (:func:`_slot_keys`), so that the main process looks at nothing
+    with the keys of its slots if it is a dict holding no slot deeper, so that the main process looks at nothing
     else (a batch of 32 strings is walked in ~1 us).
     """
     def move(data: Any) -> Any:
@@ -177,23 +177,25 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
         arrays.append((start, array.reshape(-1).view(np.uint8)))
         return (_SLOT, data.dtype, array.dtype, tuple(data.shape), start, offset[0], False)
 
-    packed = _walk(batch, move)
-    return packed, _slot_keys(packed)
+    if type(batch) is not dict:
+        return _walk(batch, move), None
+    # A dict's values one by one, noting its slots' keys: while no other value is a container
+    # _walk rebuilt (one that may hold slots; leaves-only lists come back as they are), those
+    # are all the main process needs to look at.
+    packed: dict[Any, Any] = {}
+    keys: list[Any] | None = []
+    for key, value in batch.items():
+        packed[key] = new = _walk(value, move)
+        if _slot(new):
+            if keys is not None:
+                keys.append(key)
+        elif new is not value and type(new) in _CONTAINERS:
+            keys = None
+    return packed, None if keys is None else tuple(keys)
 
 
-def _slot_keys(packed: Any) -> tuple[Any, ...] | None:
-    """The keys of a packed dict batch whose values are slots, if no other value holds any
-    (then the main process builds those and touches nothing else); else ``None``."""
-    if type(packed) is not dict:
-        return None
-    keys = []
-    for key, value in packed.items():
-        kind = type(value)
-        if kind is tuple and _slot(value):
-            keys.append(key)
-        elif kind is dict or kind is tuple or (kind is list and not set(map(type, value)) <= _AS_IS):
-            return None
-    return tuple(keys)
+# What _walk rebuilds (and so what may hold slots).
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def _build(data: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool) -> Any:
@@ -218,7 +220,7 @@ def _build(data: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool)
 def _unpack(packed: Any, keys: tuple[Any, ...] | None, ring: Ring | None,
             payload: np.ndarray | None, lent: bool) -> Any:
     """Undo :func:`_pack`: each slot (:class:`_SlotMark`) becomes its tensor (:func:`_build`);
-    with ``keys`` (:func:`_slot_keys`), only those values of the dict are looked at."""
+    with ``keys`` (see :func:`_pack`), only those values of the dict are looked at."""
     if keys is None:
         return _walk(packed, lambda data: _build(data, ring, payload, lent))
     for key in keys:

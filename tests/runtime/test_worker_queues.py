@@ -87,7 +87,7 @@ def test_the_default_context_follows_multiprocessing() -> None:
     assert ctx.get_start_method() == multiprocessing.get_start_method()
     assert ctx.get_context() is multiprocessing.get_context()
     assert isinstance(ctx.Queue(), DirectQueue)
-    assert type(ctx.Event()) is type(multiprocessing.get_context().Event())
+    assert type(ctx.Process(target=print)) is multiprocessing.get_context().Process
 
 
 def test_a_full_pipe_never_blocks_the_writer() -> None:
