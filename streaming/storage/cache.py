@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 RUNTIME_DIRNAME = ".shardstream"
 PREPARING = 1
 LOCAL = 2
+# Attempts at switching a new ledger to WAL while other processes read it (~5 s in all).
+WAL_SWITCH_TRIES = 100
 # Seconds between two ledger writes that only refresh one shard's access time in one process.
 TOUCH_INTERVAL = 1.0
 # Seconds to poll while all the space is held by shards other processes are preparing.
@@ -179,10 +181,27 @@ class ShardCache:
         if db is None:
             db = sqlite3.connect(self._ledger_path, timeout=600, isolation_level=None,
                                  check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
         return db
+
+    def _use_wal(self, db: sqlite3.Connection) -> None:
+        """Put the ledger in WAL mode (kept in its file: done once per ledger). SQLite refuses
+        the switch at once ("database is locked", without waiting on its busy timeout) while
+        another connection reads the file, so processes opening a new ledger together switch
+        it one at a time, and retry while a reader is in the way."""
+        if db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        with FileLock(self._ledger_path + ".lock", thread_local=False):
+            for attempt in range(WAL_SWITCH_TRIES):
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    return
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or attempt == WAL_SWITCH_TRIES - 1:
+                        raise
+                    time.sleep(0.001 * (attempt + 1))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -239,3 +239,36 @@ class CacheMachine(RuleBasedStateMachine):
 
 TestCacheMachine = CacheMachine.TestCase
 TestCacheMachine.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+
+
+def _open_ledger(root: str, go, errors) -> None:
+    go.wait(30)
+    try:
+        ShardCache(root, [], None)
+    except Exception as e:  # noqa: BLE001 (reported to the test)
+        errors.put(repr(e))
+
+
+def test_processes_opening_a_new_ledger_together(tmp_path):
+    # SQLite refuses the switch to WAL ("database is locked", without waiting) while another
+    # connection reads the new file: every process must still open the ledger.
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    errors = ctx.Queue()
+    for round_ in range(12):
+        root = str(tmp_path / f"r{round_}")
+        go = ctx.Event()
+        procs = [ctx.Process(target=_open_ledger, args=(root, go, errors)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        go.set()
+        for p in procs:
+            p.join(60)
+        assert all(p.exitcode == 0 for p in procs)
+    found = []
+    while not errors.empty():
+        found.append(errors.get(timeout=5))
+    assert found == []
+    db = sqlite3.connect(os.path.join(str(tmp_path / "r0"), "ledger.sqlite3"))
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
