@@ -14,7 +14,10 @@ Two ways to draw, with the same results and the Generator left in the same state
   buffer. Raws that are not needed (the shifts of a node whose places are not wanted) are
   jumped over with ``PCG64.advance``; at the end the Generator itself is advanced by the raws
   read and its buffered half restored (``state``). No PCG64 stepping is written here. With
-  much to read and a second core allowed, a helper thread makes raws ahead from more copies.
+  much to read and a second core allowed, a helper thread makes raws ahead from more copies
+  (py1e, py1s, py2s); for naive and py1br a helper thread instead makes the draws themselves
+  (block sizes and Fisher-Yates indices, which do not depend on the ids) into a draw queue
+  while the caller lays out ids and swaps (``ss_jq``).
 
 Both hold the bit generator's lock while drawing, as NumPy's own methods do. Draw order matches
 the NumPy calls of the reference algorithms (``Generator.shuffle`` = ``random_interval``
@@ -563,6 +566,189 @@ cdef extern from *:
         r->pref = NULL;
     }
 
+    /* ---- Draws made ahead on a second core: a draw queue ----
+       A shuffle's draws (the block sizes it draws, the Fisher-Yates indices it accepts) depend
+       only on the generator, not on the ids being shuffled, so a producer can make them in
+       order into a ring of 32-bit entries while the consumer makes the swaps from them. The
+       producer is a resumable function over its own state (a reader and where it is in the
+       draw sequence). A helper thread runs it on a second core; the consumer runs it itself
+       when there is no helper, or after stopping one that makes no progress (the helper is
+       joined first, so only one thread ever holds the producer's state). Every entry is the
+       same whoever made it. */
+    static void *ss_alloc(size_t bytes);
+    #define SQ_STEP 2048             /* entries a producer call makes at most (~5 us) */
+    #define SQ_SPIN 4000             /* polls of a full ring (the helper) or of a helper that
+                                        shows no progress (the consumer), before yielding */
+    #define SQ_STALL_NS 20000000     /* no sign of the helper for this long: it is not running
+                                        (compute threads here see gaps of up to ~9 ms now and
+                                        then, and a fresh huge page can take ms) */
+    static inline int64_t ss_now_ns(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+    }
+    /* Entries made into dst (at most room, room >= 1): 0 when a call only drew past (a node
+       nobody wants), -1 once the sequence is over. */
+    typedef int64_t (*ss_produce_fn)(void *ctx, uint32_t *dst, int64_t room);
+    typedef struct ss_jq {
+        uint32_t *ring;
+        int64_t cap, mask;
+        int64_t made, used;          /* entries made, and read by the consumer (atomic) */
+        int64_t beat;                /* producer calls made by the helper (atomic) */
+        int64_t faulted;             /* ring entries the helper has faulted in */
+        int done;                    /* the sequence is over (atomic) */
+        int stop, started, waits;    /* waits: the helper sleeps on cv, the ring full */
+        int helped, taken;           /* a helper started; the consumer took the producer over */
+        int64_t stall;               /* tests: the helper sleeps 50 ms after this many calls */
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        pthread_t th;
+        ss_produce_fn produce;
+        void *ctx;
+    } ss_jq;
+
+    /* One producer call into the free room. 0: the sequence is over, 1: a call made, 2: the
+       ring is full. */
+    static int ss_jq_step(ss_jq *q) {
+        int64_t made = q->made, used = __atomic_load_n(&q->used, __ATOMIC_ACQUIRE);
+        int64_t room = q->cap - (made - used), at = made & q->mask;
+        if (room <= 0) return 2;
+        if (room > q->cap - at) room = q->cap - at;
+        if (room > SQ_STEP) room = SQ_STEP;
+        int64_t m = q->produce(q->ctx, q->ring + at, room);
+        if (m < 0) { __atomic_store_n(&q->done, 1, __ATOMIC_RELEASE); return 0; }
+        __atomic_store_n(&q->made, made + m, __ATOMIC_RELEASE);
+        return 1;
+    }
+
+    static void *ss_jq_main(void *arg) {
+        ss_jq *q = (ss_jq *)arg;
+        int spins = 0;
+        while (!__atomic_load_n(&q->stop, __ATOMIC_RELAXED)) {
+            int64_t calls = __atomic_add_fetch(&q->beat, 1, __ATOMIC_RELAXED);
+            if (q->stall > 0 && calls == q->stall) {
+                struct timespec ts = {0, 50000000};
+                nanosleep(&ts, NULL);
+            }
+            /* Fresh pages of the ring are faulted in here, on the helper's core. */
+            int64_t end = (q->made & q->mask) + SQ_STEP;
+            for (; q->faulted < end && q->faulted < q->cap; q->faulted += 1024)
+                ((volatile uint32_t *)q->ring)[q->faulted] = 0;
+            int s = ss_jq_step(q);
+            if (s == 0) break;
+            if (s == 1) { spins = 0; continue; }
+            if (++spins < SQ_SPIN) { SS_PAUSE(); continue; }
+            /* The consumer is behind: sleep until it frees room (it signals when waits is set;
+               both sides' store-then-load is sequentially consistent, so no wake-up is lost). */
+            pthread_mutex_lock(&q->mu);
+            __atomic_store_n(&q->waits, 1, __ATOMIC_SEQ_CST);
+            while (!__atomic_load_n(&q->stop, __ATOMIC_RELAXED)
+                   && q->made - __atomic_load_n(&q->used, __ATOMIC_SEQ_CST) >= q->cap)
+                pthread_cond_wait(&q->cv, &q->mu);
+            __atomic_store_n(&q->waits, 0, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&q->mu);
+            spins = 0;
+        }
+        return NULL;
+    }
+
+    /* A queue of cap entries (a power of two) over produce(ctx); with help, a helper thread
+       starts making them at once (if it cannot start, the consumer makes them). 0, or -1 out
+       of memory. */
+    static int ss_jq_open(ss_jq *q, int64_t cap, ss_produce_fn produce, void *ctx, int help,
+                          int64_t stall) {
+        memset(q, 0, sizeof(*q));
+        q->stall = stall;
+        q->ring = (uint32_t *)ss_alloc((size_t)cap * sizeof(uint32_t));
+        if (q->ring == NULL) return -1;
+        q->cap = cap; q->mask = cap - 1;
+        q->produce = produce; q->ctx = ctx;
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+        if (help && pthread_create(&q->th, NULL, ss_jq_main, q) == 0) q->started = q->helped = 1;
+        return 0;
+    }
+
+    /* Stop and join the helper: the producer is the consumer's from here on. */
+    static void ss_jq_halt(ss_jq *q) {
+        if (!q->started) return;
+        pthread_mutex_lock(&q->mu);
+        __atomic_store_n(&q->stop, 1, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->th, NULL);
+        q->started = 0;
+    }
+
+    static void ss_jq_close(ss_jq *q) {
+        ss_jq_halt(q);
+        if (q->ring == NULL) return;
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+        free(q->ring);
+        q->ring = NULL;
+    }
+
+    /* The consumer has read the entries before pos: their room is the producer's again. */
+    static inline void ss_jq_release(ss_jq *q, int64_t pos) {
+        __atomic_store_n(&q->used, pos, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&q->waits, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&q->mu);
+            pthread_cond_broadcast(&q->cv);
+            pthread_mutex_unlock(&q->mu);
+        }
+    }
+
+    /* The entries before pos read, and those up to upto (at most pos + cap) made, or the sequence over: returns the entries
+       made (the consumer reads [used, made)). Waits for a helper while it makes progress;
+       one that makes none is stopped, and the rest is made here. */
+    static int64_t ss_jq_need(ss_jq *q, int64_t pos, int64_t upto) {
+        ss_jq_release(q, pos);
+        if (upto > pos + q->cap) upto = pos + q->cap;
+        int64_t made = __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
+        if (made >= upto) return made;
+        if (q->started) {
+            int64_t seen = made, beat = __atomic_load_n(&q->beat, __ATOMIC_RELAXED);
+            int64_t since = ss_now_ns();
+            for (int spin = 1; ; spin++) {
+                if (__atomic_load_n(&q->done, __ATOMIC_ACQUIRE))
+                    return __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
+                made = __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
+                if (made >= upto) return made;
+                int64_t b = __atomic_load_n(&q->beat, __ATOMIC_RELAXED);
+                if (made != seen || b != beat) {
+                    seen = made; beat = b; spin = 0; since = ss_now_ns();
+                    continue;
+                }
+                if (spin < SQ_SPIN) { SS_PAUSE(); continue; }
+                /* The helper may share this core: let it run; give up on it only when it shows
+                   no sign for long (it then has no core). */
+                if (ss_now_ns() - since > SQ_STALL_NS) break;
+                sched_yield();
+            }
+            ss_jq_halt(q);
+            q->taken = 1;
+            made = q->made;
+        }
+        while (made < upto && !q->done) {
+            if (ss_jq_step(q) != 1) break;
+            made = q->made;
+        }
+        return made;
+    }
+    /* The consumer is done (entries before pos read): the producer runs to the end of its
+       sequence (draws no entry stands for, such as those of nodes nobody wants). */
+    static void ss_jq_finish(ss_jq *q, int64_t pos) {
+        for (;;) {
+            int64_t made = ss_jq_need(q, pos, pos + q->cap);
+            if (__atomic_load_n(&q->done, __ATOMIC_ACQUIRE) && made == pos) break;
+            pos = made;  /* (entries nobody reads: none, by each producer's design) */
+        }
+        ss_jq_release(q, pos);
+    }
+    /* Entry pos (made). */
+    static inline uint32_t ss_jq_at(const ss_jq *q, int64_t pos) { return q->ring[pos & q->mask]; }
+
     /* ---- Skipping a node nobody wants: only the number of words read matters ----
        Word k of a block read at i = i0 meets some i in [i0 - k, i0] (mask fixed), so a masked
        word <= i0 - (SS_BLOCK - 1) is accepted and one > i0 rejected whatever came before it:
@@ -708,6 +894,40 @@ cdef extern from *:
             }
         }
         r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
+    /* A draw queue's share of Fisher-Yates (ss_jq): up to room accepted draws from *pi down
+       (i > 0 left), into dst, as ss_fisher_yates_i64 makes them (random_interval on bg without
+       a reader); *pi moves on. Returns the draws made. */
+    static int64_t ss_fy_produce(ss_raw *r, bitgen_t *bg, int64_t *pi, uint32_t *dst,
+                                 int64_t room) {
+        int64_t i = *pi, t = 0;
+        if (room > i) room = i;
+        if (room <= 0) return 0;
+        if (r == NULL) {
+            for (; t < room; t++, i--) dst[t] = (uint32_t)random_interval(bg, (uint64_t)i);
+            *pi = i;
+            return t;
+        }
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (t < room) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
+            if (stop > room) stop = room;
+            while (t < stop) {
+                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
+                uint64_t v = (uint64_t)w & mask;
+                int ok = v <= (uint64_t)i;
+                dst[t] = (uint32_t)v;
+                t += ok; i -= ok;
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+        *pi = i;
+        return t;
     }
 
     /* The words ss_fisher_yates_raw would read for n samples, read and dropped. */
@@ -1090,6 +1310,13 @@ cdef extern from *:
     void ss_pref_stop(ss_raw *r) nogil
     void ss_pref_free(ss_raw *r) nogil
     void ss_raw_bitgen(ss_raw *r, bitgen_t *bg) nogil
+    ctypedef int64_t (*ss_produce_fn)(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
+    ctypedef struct ss_jq:
+        int helped
+        int taken
+    int ss_jq_open(ss_jq *q, int64_t cap, ss_produce_fn produce, void *ctx, int help,
+                   int64_t stall) nogil
+    void ss_jq_close(ss_jq *q) nogil
     int64_t ss_raw_used(const ss_raw *r) nogil
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
@@ -2477,7 +2704,6 @@ cdef extern from *:
        memory) or an entry whose place is outside the epoch. */
     typedef struct {
         int64_t *a, *b;          /* two blocks' scratch (high entries each) */
-        uint32_t *j;             /* Fisher-Yates draws (high entries) */
         int64_t *blocks;         /* 2 * cap: start, stop */
         int64_t cap;
         int64_t *bstarts;        /* cap + 1: the blocks' starts, then the last's end */
@@ -2485,38 +2711,126 @@ cdef extern from *:
         int64_t *nx;             /* cap + 1 */
         char *need;              /* cap */
     } ss_br_space;
-    static int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins,
+    /* A consumer's place in a draw queue (pos: next entry; made: entries known made). */
+    typedef struct { ss_jq *q; int64_t pos, made; } ss_jr;
+    static inline uint32_t ss_jr_next(ss_jr *c) {
+        if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+        return ss_jq_at(c->q, c->pos++);
+    }
+    /* Generator.shuffle of x[0..n) with the draws from the queue, each swap's far end
+       prefetched SS_VD swaps ahead. */
+    static void ss_jr_fy(ss_jr *c, int64_t *x, int64_t n) {
+        int64_t i = n - 1;
+        while (i > 0) {
+            if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+            int64_t cnt = c->made - c->pos, t, p = c->pos;
+            if (cnt > i) cnt = i;
+            for (t = 0; t < cnt; t++, p++) {
+                if (t + SS_VD < cnt) SS_PREFETCH_W(&x[ss_jq_at(c->q, p + SS_VD)]);
+                int64_t a = i - t, k = ss_jq_at(c->q, p), v = x[a];
+                x[a] = x[k]; x[k] = v;
+            }
+            c->pos += cnt; i -= cnt;
+        }
+    }
+    /* Pass over m entries. */
+    static void ss_jr_drop(ss_jr *c, int64_t m) {
+        while (m > 0) {
+            if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+            int64_t cnt = c->made - c->pos < m ? c->made - c->pos : m;
+            c->pos += cnt; m -= cnt;
+        }
+    }
+    /* Fisher-Yates's draws for n samples, made and dropped (only counted from a reader). */
+    static void ss_fy_drop(ss_raw *r, bitgen_t *bg, int64_t n) {
+        if (r != NULL) { ss_fisher_yates_skip(r, n); return; }
+        for (int64_t i = n - 1; i > 0; i--) random_interval(bg, (uint64_t)i);
+    }
+    /* A block of a node: from the blocks' end so far and its drawn size. */
+    static inline void ss_br_block(int64_t end, int64_t size, int64_t st, int64_t start,
+                                   int64_t stop, int64_t *b0, int64_t *b1) {
+        *b0 = end - st > start ? end - st : start;
+        *b1 = end + size - st < stop ? end + size - st : stop;
+    }
+    /* py1br's draws, in order, as a draw queue's producer: per node (up to last unless exact)
+       its block sizes, then, if any of its places is wanted (want_bounds NULL: all), the
+       entries [nb, size 0 .. nb-1] and each block's Fisher-Yates draws; a node with no wanted
+       place has its blocks drawn past (counted) and no entries. */
+    typedef struct {
+        ss_raw *r;
+        bitgen_t *bg;
+        const int64_t *starts, *node_spans, *stagger, *want_bounds;
+        int64_t nodes, last, low, high, cap;
+        int exact;
+        int64_t *sizes, *lens;   /* cap each: the node's drawn sizes, its blocks' lengths */
+        int64_t c, nb, hk, k, i;
+        int phase;               /* 0: next node, 1: its sizes out, 2: its blocks' draws */
+    } ss_br_src;
+    static int64_t ss_br_produce(void *ctx, uint32_t *dst, int64_t room) {
+        ss_br_src *s = (ss_br_src *)ctx;
+        int64_t t = 0, k;
+        while (t < room) {
+            if (s->phase == 0) {
+                int64_t c = s->c;
+                if (c >= s->nodes || (c > s->last && !s->exact)) return t ? t : -1;
+                int64_t start = s->starts[s->node_spans[c]];
+                int64_t stop = s->starts[s->node_spans[c + 1]], end = start, b0, b1, nb = 0;
+                while (end < stop && nb < s->cap) {
+                    int64_t size = ss_v_integer(s->bg, s->low, s->high);
+                    ss_br_block(end, size, s->stagger[c], start, stop, &b0, &b1);
+                    s->sizes[nb] = size; s->lens[nb] = b1 - b0;
+                    nb++;
+                    end += b1 - b0;
+                }
+                s->nb = nb;
+                if (s->want_bounds != NULL && s->want_bounds[c] == s->want_bounds[c + 1]) {
+                    for (k = 0; k < nb; k++) ss_fy_drop(s->r, s->bg, s->lens[k]);
+                    s->c++;
+                    return t;  /* (a sign of life between long calls) */
+                }
+                s->hk = -1;
+                s->phase = 1;
+            }
+            if (s->phase == 1) {
+                for (; t < room && s->hk < s->nb; s->hk++)
+                    dst[t++] = (uint32_t)(s->hk < 0 ? s->nb : s->sizes[s->hk]);
+                if (s->hk == s->nb) { s->phase = 2; s->k = 0; s->i = s->nb ? s->lens[0] - 1 : 0; }
+                continue;
+            }
+            while (s->k < s->nb && s->i <= 0)
+                if (++s->k < s->nb) s->i = s->lens[s->k] - 1;
+            if (s->k >= s->nb) { s->phase = 0; s->c++; continue; }
+            t += ss_fy_produce(s->r, s->bg, &s->i, dst + t, room - t);
+        }
+        return t;
+    }
+    static int64_t ss_py1br_run(ss_jq *q, const int64_t *begins,
                                 const int64_t *starts, const int64_t *node_spans, int64_t nodes,
-                                const int64_t *stagger, int64_t low, int64_t high, int64_t *out,
+                                const int64_t *stagger, int64_t *out,
                                 const int64_t *want, const int64_t *want_bounds,
                                 int32_t *o32, int64_t *o64, int64_t last, int exact,
                                 ss_br_space *s) {
         int64_t c, k, e, nb;
+        ss_jr jr = {q, 0, 0};
         for (c = 0; c < nodes; c++) {
             if (c > last && !exact) break;
+            if (want != NULL && want_bounds[c] == want_bounds[c + 1]) continue;  /* drawn past */
             int64_t a = node_spans[c], z = node_spans[c + 1];
             int64_t start = starts[a], stop = starts[z], st = stagger[c], end = start;
             int64_t *bl = s->blocks;
-            nb = 0;
-            while (end < stop && nb < s->cap) {
-                int64_t size = ss_v_integer(bg, low, high);
-                int64_t b0 = end - st > start ? end - st : start;
-                int64_t b1 = end + size - st < stop ? end + size - st : stop;
-                bl[2 * nb] = b0; bl[2 * nb + 1] = b1;
-                nb++;
-                end += b1 - b0;
+            nb = (int64_t)ss_jr_next(&jr);
+            for (k = 0; k < nb; k++) {
+                ss_br_block(end, (int64_t)ss_jr_next(&jr), st, start, stop, &bl[2 * k],
+                            &bl[2 * k + 1]);
+                end += bl[2 * k + 1] - bl[2 * k];
             }
             if (want == NULL) {
                 ss_v_layout(begins, starts, a, z, start, stop, out + start);
                 for (k = 0; k < nb; k++)
-                    ss_v_fy(r, bg, out + bl[2 * k], s->j, bl[2 * k + 1] - bl[2 * k]);
+                    ss_jr_fy(&jr, out + bl[2 * k], bl[2 * k + 1] - bl[2 * k]);
                 continue;
             }
             int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
-            if (ea == ez) {
-                for (k = 0; k < nb; k++) ss_v_skip(r, bg, s->a, s->j, bl[2 * k + 1] - bl[2 * k]);
-                continue;
-            }
             /* Segment nb: the places past the last block's end, which no block reaches (the
                ends advance by the blocks' lengths, overlaps included: the node's tail may keep
                its layout). */
@@ -2537,7 +2851,7 @@ cdef extern from *:
             int64_t *cur = s->a, *nxt = s->b, cs = 0, ce = 0;
             for (k = 0; k < nb; k++) {
                 int64_t b0 = bl[2 * k], b1 = bl[2 * k + 1], len = b1 - b0;
-                if (!s->need[k]) { ss_v_skip(r, bg, nxt, s->j, len); continue; }
+                if (!s->need[k]) { ss_jr_drop(&jr, len - 1); continue; }
                 int64_t from = b0;
                 if (ce > b0 && cs <= b0) {
                     int64_t keep = (ce < b1 ? ce : b1) - b0;
@@ -2545,7 +2859,7 @@ cdef extern from *:
                     from = b0 + keep;
                 }
                 if (from < b1) ss_v_layout(begins, starts, a, z, from, b1, nxt + (from - b0));
-                ss_v_fy(r, bg, nxt, s->j, len);
+                ss_jr_fy(&jr, nxt, len);
                 for (e = ea + s->cnt[k]; e < ea + s->cnt[k + 1]; e++) {
                     int64_t i = ss_v_at(o32, o64, e);
                     out[i] = nxt[want[i] - b0];
@@ -2554,6 +2868,7 @@ cdef extern from *:
                 cs = b0; ce = b1;
             }
         }
+        ss_jq_finish(q, jr.pos);
         return -1;
     }
 
@@ -2716,18 +3031,29 @@ cdef extern from *:
     ctypedef struct ss_br_space:
         int64_t *a
         int64_t *b
-        uint32_t *j
         int64_t *blocks
         int64_t cap
         int64_t *bstarts
         int64_t *cnt
         int64_t *nx
         char *need
-    int64_t ss_py1br_run(ss_raw *r, bitgen_t *bg, const int64_t *begins, const int64_t *starts,
+    ctypedef struct ss_br_src:
+        ss_raw *r
+        bitgen_t *bg
+        const int64_t *starts
+        const int64_t *node_spans
+        const int64_t *stagger
+        const int64_t *want_bounds
+        int64_t nodes, last, low, high, cap
+        int exact
+        int64_t *sizes
+        int64_t *lens
+    int64_t ss_br_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
+    int64_t ss_py1br_run(ss_jq *q, const int64_t *begins, const int64_t *starts,
                          const int64_t *node_spans, int64_t nodes, const int64_t *stagger,
-                         int64_t low, int64_t high, int64_t *out, const int64_t *want,
-                         const int64_t *want_bounds, int32_t *o32, int64_t *o64,
-                         int64_t last, int exact, ss_br_space *s) nogil
+                         int64_t *out, const int64_t *want, const int64_t *want_bounds,
+                         int32_t *o32, int64_t *o64, int64_t last, int exact,
+                         ss_br_space *s) nogil
     ctypedef struct ss_2s_space:
         int64_t *fx
         int64_t *buf
@@ -2921,7 +3247,8 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         want, want_bounds, order: The wanted places, grouped by node (optional).
         exact (bool): Leave ``rng`` where NumPy's calls would. Defaults to ``True``.
         _mode (int): Tests only: 0 picks, 1 the generic path, 2 the raw path, 3 the raw path
-            with a helper thread making raws (the generic path for other bit generators).
+            with a helper thread making the draws (a draw queue), 4 as 3 with a helper that
+            stalls and is taken over (3 and 4: the generic path for other bit generators).
     """
     cdef const int64_t[::1] b = np.ascontiguousarray(begins, np.int64)
     cdef const int64_t[::1] sz = np.ascontiguousarray(sizes, np.int64)
@@ -2934,6 +3261,8 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         raise ValueError("node_spans must run from 0 to the number of spans")
     if not 0 < low < high:
         raise ValueError(f"bad block size range [{low}, {high})")
+    if high > (1 << 32):
+        raise ValueError(f"block sizes past 2**32 samples are not supported, got [{low}, {high})")
     if sg.shape[0] < nodes:
         raise ValueError("node_bounds/stagger do not match")
     for c in range(nodes):
@@ -2961,6 +3290,10 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     cdef int64_t room = high if high < largest else largest
     cdef ss_br_space s
     memset(&s, 0, sizeof(s))
+    cdef ss_br_src src
+    memset(&src, 0, sizeof(src))
+    cdef ss_jq q
+    memset(&q, 0, sizeof(q))
     cdef _Reader rd = _Reader()
     cdef int64_t bad = -1
     bit = _bit_generator(rng)
@@ -2973,25 +3306,44 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         s.need = <char *>malloc(cap)
         s.nx = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
         s.cap = cap
+        src.sizes = <int64_t *>malloc(cap * sizeof(int64_t))
+        src.lens = <int64_t *>malloc(cap * sizeof(int64_t))
         if (s.a == NULL or s.b == NULL or s.blocks == NULL or s.bstarts == NULL
-                or s.cnt == NULL or s.need == NULL or s.nx == NULL):
+                or s.cnt == NULL or s.need == NULL or s.nx == NULL or src.sizes == NULL
+                or src.lens == NULL):
             raise MemoryError()
-        s.j = _draw_space(room)
+        src.starts = &starts[0]
+        src.node_spans = &ns[0]
+        src.stagger = &sg[0] if nodes else NULL
+        src.want_bounds = _ptr64(wb) if want is not None else NULL
+        src.nodes = nodes
+        src.last = last
+        src.low = low
+        src.high = high
+        src.cap = cap
+        src.exact = exact
         with bit.lock:
-            rd.open(rng, _mode, room)
+            rd.open(rng, 3 if _mode == 4 else _mode, room)
             try:
-                # Fisher-Yates reads ~1.39 32-bit words a sample (~0.7 raws) up to the last node.
-                rd.help((starts[ns[last + 1]] if last >= 0 else 0) * 7 // 10, _mode)
+                src.r = rd.reader()
+                src.bg = rd.bg
+                # One draw a sample, up to the last node.
+                _open_queue(&q, ss_br_produce, &src,
+                            starts[ns[last + 1]] if last >= 0 else 0, True, _mode,
+                            _queue_most)
                 with nogil:
-                    bad = ss_py1br_run(rd.reader(), rd.bg, &b[0] if nspans else NULL, &starts[0],
-                                       &ns[0], nodes, &sg[0] if nodes else NULL, low, high,
+                    bad = ss_py1br_run(&q, &b[0] if nspans else NULL, &starts[0], &ns[0], nodes,
+                                       &sg[0] if nodes else NULL,
                                        &out[0] if out.shape[0] else NULL, _ptr64(w),
                                        _ptr64(wb), o32, o64, last, exact, &s)
             finally:
+                with nogil:
+                    ss_jq_close(&q)
+                _note_queue(&q)
                 rd.close()
     finally:
         free(s.a); free(s.b); free(s.blocks); free(s.bstarts); free(s.cnt); free(s.need)
-        free(s.nx); free(s.j)
+        free(s.nx); free(src.sizes); free(src.lens)
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -3170,41 +3522,19 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
 cdef extern from *:
     """
     /* ---- naive: Generator.permutation(n) = arange(n) then Fisher-Yates, i = n-1 .. 1 ----
-       Draws are made SS_PK at a time into a buffer (32-bit words from the reader while i fits
-       in 32 bits, masked and rejected as random_interval does; random_interval itself on bg
-       otherwise), then the swaps are made with the positions SS_PD draws ahead prefetched:
-       over an epoch-sized array nearly every swap misses the caches, and the misses of
-       independent swaps then overlap. */
-    #define SS_PK 4096
+       The draws come through a draw queue (ss_jq): 32-bit words from the reader while i fits
+       in 32 bits, masked and rejected as random_interval does (random_interval itself on bg
+       without a reader), made by a helper thread on a second core while the caller lays out
+       arange(n) and then swaps. The swaps prefetch the positions SS_PD draws ahead: over an
+       epoch-sized array nearly every swap misses the caches, and the misses of independent
+       swaps then overlap. Past 2**32 samples the first draws are random_interval's, made
+       before the queue starts. */
     #define SS_PD 128
-    static int64_t ss_perm_draws(ss_raw *r, bitgen_t *bg, int64_t i, int64_t cnt, int64_t *jr) {
-        int64_t t = 0;
-        while (t < cnt && (r == NULL || i > (int64_t)0xFFFFFFFFLL)) {
-            jr[t++] = (int64_t)random_interval(bg, (uint64_t)i);
-            i--;
-        }
-        if (t == cnt) return i;
-        const uint64_t *buf = r->buf;
-        int64_t pos = r->pos, end = r->end;
-        int hh = r->has_half;
-        uint32_t half = r->half;
-        while (t < cnt) {
-            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
-            int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
-            if (stop > cnt) stop = cnt;
-            while (t < stop) {
-                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
-                uint64_t v = (uint64_t)w & mask;
-                int ok = v <= (uint64_t)i;
-                jr[t] = (int64_t)v;
-                t += ok; i -= ok;
-            }
-        }
-        r->pos = pos; r->has_half = hh; r->half = half;
-        return i;
+    typedef struct { ss_raw *r; bitgen_t *bg; int64_t i; } ss_perm_src;
+    static int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) {
+        ss_perm_src *s = (ss_perm_src *)ctx;
+        return s->i > 0 ? ss_fy_produce(s->r, s->bg, &s->i, dst, room) : -1;
     }
-    /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
-       each fresh page costs a fault), arange(n) shuffled. */
     /* Read, then written, soon: into the L2 (measured here: better than into the L1 or
        non-temporal, 48-160 swaps ahead about alike). */
     #if defined(__GNUC__) || defined(__clang__)
@@ -3212,29 +3542,32 @@ cdef extern from *:
     #else
     #define SS_PREFETCH_M(p) ((void)0)
     #endif
+    /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
+       each fresh page costs a fault), arange(n) shuffled; q's producer is src, at
+       min(n - 1, 2**32 - 1) (its helper already running if any). */
     #define SS_PERMUTATION(NAME, T)                                                          \
-    static void NAME(ss_raw *r, bitgen_t *bg, T *x, int64_t n, int64_t *ja, int64_t *jb) {   \
-        int64_t i, t, cnt, next;                                                             \
+    static void NAME(ss_jq *q, ss_perm_src *src, T *x, int64_t n) {                          \
+        int64_t i, pos = 0;                                                                  \
         for (i = 0; i < n; i++) x[i] = (T)i;                                                 \
-        i = n - 1;                                                                           \
-        if (i <= 0) return;                                                                  \
-        cnt = i < SS_PK ? i : SS_PK;                                                         \
-        next = ss_perm_draws(r, bg, i, cnt, ja);                                             \
-        while (cnt > 0) {                                                                    \
-            int64_t ncnt = next < SS_PK ? next : SS_PK, nnext = next;                        \
-            if (ncnt > 0) nnext = ss_perm_draws(r, bg, next, ncnt, jb);                      \
+        for (i = n - 1; i > (int64_t)0xFFFFFFFFLL; i--) {                                    \
+            int64_t b = (int64_t)random_interval(src->bg, (uint64_t)i);                      \
+            T v = x[i]; x[i] = x[b]; x[b] = v;                                               \
+        }                                                                                    \
+        while (i > 0) {                                                                      \
+            int64_t want = i < SQ_STEP * 2 ? i : SQ_STEP * 2;                                \
+            int64_t made = ss_jq_need(q, pos, pos + want), cnt = made - pos, t;              \
+            if (cnt > i) cnt = i;                                                            \
+            if (cnt <= 0) break;  /* (cannot happen: the sequence holds i draws) */          \
             for (t = 0; t < cnt; t++) {                                                      \
-                int64_t ahead = t + SS_PD;                                                   \
-                if (ahead < cnt) SS_PREFETCH_M(&x[ja[ahead]]);                               \
-                else if (ahead - cnt < ncnt) SS_PREFETCH_M(&x[jb[ahead - cnt]]);             \
-                int64_t a = i - t, b = ja[t];                                                \
+                if (pos + t + SS_PD < made)                                                  \
+                    SS_PREFETCH_M(&x[ss_jq_at(q, pos + t + SS_PD)]);                         \
+                int64_t a = i - t, b = ss_jq_at(q, pos + t);                                 \
                 T v = x[a];                                                                  \
                 x[a] = x[b]; x[b] = v;                                                       \
             }                                                                                \
-            i -= cnt;                                                                        \
-            int64_t *tmp = ja; ja = jb; jb = tmp;                                            \
-            cnt = ncnt; next = nnext;                                                        \
+            pos += cnt; i -= cnt;                                                            \
         }                                                                                    \
+        ss_jq_finish(q, pos);                                                                \
     }
     SS_PERMUTATION(ss_permutation, int64_t)
     SS_PERMUTATION(ss_permutation32, int32_t)
@@ -3252,13 +3585,47 @@ cdef extern from *:
         return -1;
     }
     """
-    enum: SS_PK
-    void ss_permutation(ss_raw *r, bitgen_t *bg, int64_t *x, int64_t n, int64_t *ja,
-                        int64_t *jb) nogil
-    void ss_permutation32(ss_raw *r, bitgen_t *bg, int32_t *x, int64_t n, int64_t *ja,
-                          int64_t *jb) nogil
+    ctypedef struct ss_perm_src:
+        ss_raw *r
+        bitgen_t *bg
+        int64_t i
+    int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
+    void ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
+    void ss_permutation32(ss_jq *q, ss_perm_src *src, int32_t *x, int64_t n) nogil
     int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
                         int64_t *out) nogil
+
+
+# Draws from which a draw queue's helper thread makes them on a second core (as the raws'
+# helper, _helper_min_raws: ~0.7 raws a draw).
+_queue_min_draws = 700_000
+_queue_most = 1 << 18
+# The last draw queue's fate, for tests: (helper started, consumer took it over).
+last_queue = (False, False)
+
+
+cdef int _open_queue(ss_jq *q, ss_produce_fn produce, void *ctx, int64_t draws, bint can_help,
+                     int mode, int64_t most=1 << 22) except -1:
+    """Open a draw queue over ``produce``; a helper thread makes the draws when they are
+    many, there is a second core and the producer may run on another thread (mode 3 and 4,
+    tests: always, 4 with a helper that stalls)."""
+    cdef bint help = can_help and (mode >= 3 or (
+        mode == 0 and draws >= _queue_min_draws and _second_core()))
+    # With a helper the ring holds up to 4M draws (16 MB): it runs ahead while the caller
+    # lays out its ids; alone, the caller makes 2 x SQ_STEP at a time.
+    cdef int64_t cap = 1 << 14
+    if help:
+        cap = 1 << 12
+        while cap < draws and cap < most:
+            cap <<= 1
+    if ss_jq_open(q, cap, produce, ctx, help, 3 if mode == 4 else 0) < 0:
+        raise MemoryError()
+    return 0
+
+
+cdef void _note_queue(ss_jq *q):
+    global last_queue
+    last_queue = (bool(q.helped), bool(q.taken))
 
 
 def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
@@ -3272,7 +3639,9 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
             permutation is then built in int32 below ``2**31`` samples (half the memory).
         out (NDArray[np.int64], optional): With ``places``: where the values go (as long; may
             be ``places`` itself). Defaults to a new array.
-        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw).
+        _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw, 3 raw with
+            a helper thread making the draws, 4 as 3 with a helper that stalls and is taken
+            over; 3 and 4 take the generic path for other bit generators).
 
     Returns:
         NDArray[np.int64]: The permutation of ``0 .. n``, or its values at ``places``.
@@ -3293,27 +3662,29 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
     full = np.empty(n, np.int32 if small else np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
-    cdef int64_t *ja = <int64_t *>malloc(2 * SS_PK * sizeof(int64_t))
-    if ja == NULL:
-        raise MemoryError()
     bit = _bit_generator(rng)
     cdef _Reader rd = _Reader()
     cdef int64_t bad = -1
-    try:
-        with bit.lock:
-            rd.open(rng, _mode, n)
-            try:
-                with nogil:
-                    if small:
-                        ss_permutation32(rd.reader(), rd.bg, &x32[0] if n else NULL, n, ja,
-                                         ja + SS_PK)
-                    else:
-                        ss_permutation(rd.reader(), rd.bg, &x64[0] if n else NULL, n, ja,
-                                       ja + SS_PK)
-            finally:
-                rd.close()
-    finally:
-        free(ja)
+    cdef ss_jq q
+    cdef ss_perm_src src
+    memset(&q, 0, sizeof(q))
+    with bit.lock:
+        rd.open(rng, 3 if _mode == 4 else _mode, n)
+        try:
+            src.r = rd.reader()
+            src.bg = rd.bg
+            src.i = min(n - 1, 0xFFFFFFFF)
+            _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode)
+            with nogil:
+                if small:
+                    ss_permutation32(&q, &src, &x32[0] if n else NULL, n)
+                else:
+                    ss_permutation(&q, &src, &x64[0] if n else NULL, n)
+        finally:
+            with nogil:
+                ss_jq_close(&q)
+            _note_queue(&q)
+            rd.close()
     if pl is None:
         return full
     if not small:  # an int64 permutation: the places are looked up through it in place

@@ -464,7 +464,7 @@ def test_kernels_reject_bad_groupings():
     seed=seeds_st,
     pre=st.booleans(),
     kind=st.sampled_from(KINDS),
-    mode=st.sampled_from([0, 1, 2]),
+    mode=st.sampled_from([0, 1, 2, 3]),
 )
 def test_permutation_equals_twin_and_numpy(n, seed, pre, kind, mode):
     if kind is not np.random.PCG64 and mode == 2:
@@ -486,9 +486,10 @@ def test_permutation_equals_twin_and_numpy(n, seed, pre, kind, mode):
 
 
 @pytest.mark.parametrize("n", [4095, 4097, 8193, 300_000])
-@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("mode", [0, 1, 3])
 def test_permutation_across_draw_chunks(n, mode):
-    # Draws are made 4096 at a time with the swaps' far ends prefetched across chunks.
+    # Draws are made 2048 at a time into the draw queue (by a helper thread in mode 3) and
+    # swapped 4096 at a time, the far ends prefetched within a chunk.
     ours, numpys = np.random.default_rng(n), np.random.default_rng(n)
     assert np.array_equal(_shuffle.permutation(ours, n, _mode=mode), numpys.permutation(n))
     assert _same_state(ours, numpys)
@@ -498,3 +499,61 @@ def test_permutation_across_draw_chunks(n, mode):
     assert np.array_equal(got, np.where(places >= 0, full[np.maximum(places, 0)], -1))
     with pytest.raises(ValueError, match="outside the epoch"):
         _shuffle.permutation(np.random.default_rng(n), n, np.array([n]))
+
+
+# ---- the draw queue (naive, py1br): a helper thread makes the draws, or the caller does ----
+
+
+def _py1br_large(seed):
+    sizes = np.full(60, 10_000, np.int64)
+    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+        sizes, 8, seed, 1, 60_000, np.random.PCG64
+    )
+    n = int(span_sizes.sum())
+    starts = np.concatenate([[0], np.cumsum(span_sizes)])
+    twin = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)])
+    twin_rng = _rng_copy(rng)
+    _shuffle.shuffle_blocks_py1br(
+        twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
+    )
+    return (begins, span_sizes, bounds, stagger, low, high), rng, twin, twin_rng
+
+
+@pytest.mark.parametrize("mode", [3, 4])
+@pytest.mark.parametrize("algo", ["naive", "py1br"])
+def test_draw_queue_helper_and_its_takeover(algo, mode):
+    # Mode 3: a helper thread makes every draw. Mode 4: the helper stalls (50 ms, past the
+    # 20 ms the caller waits for a sign of it) after two calls; the caller stops it and makes
+    # the rest itself, from where it left off. Same ids, same generator state either way.
+    if algo == "naive":
+        n = 600_000
+        ours, numpys = np.random.default_rng(17), np.random.default_rng(17)
+        expect = numpys.permutation(n)
+        places = np.random.default_rng(1).choice(n, 5_000)
+        got = _shuffle.permutation(ours, n, places, _mode=mode)
+        assert np.array_equal(got, expect[places])
+        assert _same_state(ours, numpys)
+    else:
+        args, rng, twin, twin_rng = _py1br_large(2**40 + 3)
+        out = np.empty(len(twin), np.int64)
+        _shuffle.py1br_places(rng, *args, out, _mode=mode)
+        assert np.array_equal(out, twin)
+        assert _same_state(rng, twin_rng)
+    assert _shuffle.last_queue == (True, True) if mode == 4 else _shuffle.last_queue[0]
+
+
+def test_draw_queue_without_a_helper():
+    # Below _queue_min_draws (or with one core) the caller makes the draws itself.
+    ours, numpys = np.random.default_rng(5), np.random.default_rng(5)
+    assert np.array_equal(_shuffle.permutation(ours, 50_000), numpys.permutation(50_000))
+    assert _shuffle.last_queue == (False, False)
+    assert _same_state(ours, numpys)
+
+
+def test_py1br_refuses_block_sizes_past_32_bits():
+    args, rng, _, _ = _py1br_large(3)
+    begins, span_sizes, bounds, stagger, low, _ = args
+    with pytest.raises(ValueError, match="2\\*\\*32"):
+        _shuffle.py1br_places(
+            rng, begins, span_sizes, bounds, stagger, low, 2**32 + 1, np.empty(1, np.int64)
+        )
