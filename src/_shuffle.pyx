@@ -156,6 +156,12 @@ cdef extern from *:
     #include <pthread.h>
     #include <sched.h>
     #include <time.h>
+    static inline int64_t ss_now_ns(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+    }
+    #include <time.h>
     #if defined(__linux__)
     #define SS_CPU() sched_getcpu()
     #else
@@ -305,8 +311,21 @@ cdef extern from *:
         int h_wait;                  /* the helper waits (for a slot or a copy) */
         int off;                     /* the helper stalled: the reader goes on alone */
         int r_cpu;                   /* the reader's core when it last refilled, or -1 */
+        int h_bad, r_bad;            /* the helper's slow fills, the reader's stalls in a row */
+        int64_t h_last, r_last;      /* and when the last was */
         void (*jump)(void *ctx, int64_t m);
     } ss_pref;
+
+    /* One more sign that the helper lacks a core (a slow fill, a stall): whether there have
+       now been SP_BAD of them, each within SP_BAD_SPAN_NS of the last. */
+    #define SP_BAD 3
+    #define SP_BAD_SPAN_NS 20000000
+    static int ss_pref_bad(int *streak, int64_t *last) {
+        int64_t t = ss_now_ns();
+        *streak = t - *last < SP_BAD_SPAN_NS ? *streak + 1 : 1;
+        *last = t;
+        return *streak >= SP_BAD;
+    }
 
     /* With done: publish progress every SP_STEP raws (the reader reads behind it), and stop
        early when *stop is set (the rest is never read). Returns the raws made. */
@@ -396,10 +415,13 @@ cdef extern from *:
             int cpu = SS_CPU();
             if ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec) > SP_SLOW_NS
                     || (cpu >= 0 && cpu == p->r_cpu)) {
-                /* Descheduled, or on the reader's core: the reader goes on alone, reading what
-                   is made. */
-                p->off = 1;
-                __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+                /* Descheduled, or on the reader's core, again and again: the reader goes on
+                   alone, reading what is made. (Once is a blip: compute threads here see gaps
+                   of up to ~9 ms now and then.) */
+                if (ss_pref_bad(&p->h_bad, &p->h_last)) {
+                    p->off = 1;
+                    __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+                }
             }
             p->at[g] = at + made;  /* less when stopped early: the copy goes back to the pool */
             /* Stopped early, it stays filling: the reader reads only what is done. The reader
@@ -461,10 +483,13 @@ cdef extern from *:
                     }
                     pthread_mutex_lock(&p->mu);
                     if (seen != done) continue;
-                    /* Stalled: a core this busy is better left to the reader alone. */
-                    p->off = 1;
-                    __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
-                    pthread_cond_broadcast(&p->cv);
+                    /* Stalled, again and again: a core this busy is better left to the reader
+                       alone. Once, the reader fills this sub-block's rest itself (below). */
+                    if (ss_pref_bad(&p->r_bad, &p->r_last)) {
+                        p->off = 1;
+                        __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+                        pthread_cond_broadcast(&p->cv);
+                    }
                 }
             }
             if (s >= 0 && f >= 0 && !p->off) {
@@ -582,11 +607,6 @@ cdef extern from *:
     #define SQ_STALL_NS 20000000     /* no sign of the helper for this long: it is not running
                                         (compute threads here see gaps of up to ~9 ms now and
                                         then, and a fresh huge page can take ms) */
-    static inline int64_t ss_now_ns(void) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-    }
     /* Entries made into dst (at most room, room >= 1): 0 when a call only drew past (a node
        nobody wants), -1 once the sequence is over. */
     typedef int64_t (*ss_produce_fn)(void *ctx, uint32_t *dst, int64_t room);
@@ -598,10 +618,12 @@ cdef extern from *:
         int64_t faulted;             /* ring entries the helper has faulted in */
         int done;                    /* the sequence is over (atomic) */
         int stop, started, waits;    /* waits: the helper sleeps on cv, the ring full */
+        int cwaits;                  /* the consumer sleeps on ccv until cwant are made */
+        int64_t cwant;
         int helped, taken;           /* a helper started; the consumer took the producer over */
         int64_t stall;               /* tests: the helper sleeps 50 ms after this many calls */
         pthread_mutex_t mu;
-        pthread_cond_t cv;
+        pthread_cond_t cv, ccv;
         pthread_t th;
         ss_produce_fn produce;
         void *ctx;
@@ -621,9 +643,25 @@ cdef extern from *:
         return 1;
     }
 
+    /* The helper made entries (or is over): wake the consumer if it sleeps for them (its
+       store of cwaits and load of made, and this side's store of made and load of cwaits, are
+       ordered by full fences: no wake-up is lost). */
+    static inline void ss_jq_wake(ss_jq *q) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&q->cwaits, __ATOMIC_RELAXED)) return;
+        if (q->made < __atomic_load_n(&q->cwant, __ATOMIC_RELAXED)
+                && !__atomic_load_n(&q->done, __ATOMIC_RELAXED))
+            return;
+        pthread_mutex_lock(&q->mu);
+        pthread_cond_broadcast(&q->ccv);
+        pthread_mutex_unlock(&q->mu);
+    }
+
     static void *ss_jq_main(void *arg) {
         ss_jq *q = (ss_jq *)arg;
         int spins = 0;
+        PyGILState_STATE gs = PyGILState_Ensure();
+        PyThreadState *ts = PyEval_SaveThread();
         while (!__atomic_load_n(&q->stop, __ATOMIC_RELAXED)) {
             int64_t calls = __atomic_add_fetch(&q->beat, 1, __ATOMIC_RELAXED);
             if (q->stall > 0 && calls == q->stall) {
@@ -635,6 +673,7 @@ cdef extern from *:
             for (; q->faulted < end && q->faulted < q->cap; q->faulted += 1024)
                 ((volatile uint32_t *)q->ring)[q->faulted] = 0;
             int s = ss_jq_step(q);
+            ss_jq_wake(q);
             if (s == 0) break;
             if (s == 1) { spins = 0; continue; }
             if (++spins < SQ_SPIN) { SS_PAUSE(); continue; }
@@ -649,6 +688,8 @@ cdef extern from *:
             pthread_mutex_unlock(&q->mu);
             spins = 0;
         }
+        PyEval_RestoreThread(ts);
+        PyGILState_Release(gs);
         return NULL;
     }
 
@@ -665,6 +706,11 @@ cdef extern from *:
         q->produce = produce; q->ctx = ctx;
         pthread_mutex_init(&q->mu, NULL);
         pthread_cond_init(&q->cv, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&q->ccv, &ca);
+        pthread_condattr_destroy(&ca);
         if (help && pthread_create(&q->th, NULL, ss_jq_main, q) == 0) q->started = q->helped = 1;
         return 0;
     }
@@ -685,6 +731,7 @@ cdef extern from *:
         if (q->ring == NULL) return;
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
+        pthread_cond_destroy(&q->ccv);
         free(q->ring);
         q->ring = NULL;
     }
@@ -708,24 +755,40 @@ cdef extern from *:
         int64_t made = __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
         if (made >= upto) return made;
         if (q->started) {
-            int64_t seen = made, beat = __atomic_load_n(&q->beat, __ATOMIC_RELAXED);
-            int64_t since = ss_now_ns();
-            for (int spin = 1; ; spin++) {
+            for (int spin = 0; spin < SQ_SPIN; spin++) {
                 if (__atomic_load_n(&q->done, __ATOMIC_ACQUIRE))
                     return __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
                 made = __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
                 if (made >= upto) return made;
-                int64_t b = __atomic_load_n(&q->beat, __ATOMIC_RELAXED);
-                if (made != seen || b != beat) {
-                    seen = made; beat = b; spin = 0; since = ss_now_ns();
-                    continue;
-                }
-                if (spin < SQ_SPIN) { SS_PAUSE(); continue; }
-                /* The helper may share this core: let it run; give up on it only when it shows
-                   no sign for long (it then has no core). */
-                if (ss_now_ns() - since > SQ_STALL_NS) break;
-                sched_yield();
+                SS_PAUSE();
             }
+            /* Sleep, leaving the core to the helper (and to a thread making raws for it),
+               until half the ring is made: a wake-up costs tens of us. Give up on the helper
+               only when it shows no sign for long (it then has no core). */
+            int64_t want = pos + q->cap / 2 > upto ? pos + q->cap / 2 : upto;
+            int64_t beat = __atomic_load_n(&q->beat, __ATOMIC_RELAXED), since = ss_now_ns();
+            int stalled = 0;
+            pthread_mutex_lock(&q->mu);
+            __atomic_store_n(&q->cwant, want, __ATOMIC_RELAXED);
+            __atomic_store_n(&q->cwaits, 1, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            for (;;) {
+                if (__atomic_load_n(&q->done, __ATOMIC_ACQUIRE)
+                        || __atomic_load_n(&q->made, __ATOMIC_ACQUIRE) >= want)
+                    break;
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += 2000000;
+                if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+                pthread_cond_timedwait(&q->ccv, &q->mu, &ts);
+                int64_t b = __atomic_load_n(&q->beat, __ATOMIC_RELAXED), t = ss_now_ns();
+                if (b != beat) { beat = b; since = t; }
+                else if (t - since > SQ_STALL_NS) { stalled = 1; break; }
+            }
+            __atomic_store_n(&q->cwaits, 0, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&q->mu);
+            made = __atomic_load_n(&q->made, __ATOMIC_ACQUIRE);
+            if (!stalled) return made;
             ss_jq_halt(q);
             q->taken = 1;
             made = q->made;
@@ -3327,6 +3390,9 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
             try:
                 src.r = rd.reader()
                 src.bg = rd.bg
+                # Raws made ahead on a second core too: while the queue's helper counts the
+                # words of nodes nobody wants, the caller sleeps and leaves a core free.
+                rd.help((starts[ns[last + 1]] if last >= 0 else 0) * 7 // 10, min(_mode, 3))
                 # One draw a sample, up to the last node.
                 _open_queue(&q, ss_br_produce, &src,
                             starts[ns[last + 1]] if last >= 0 else 0, True, _mode,
