@@ -657,11 +657,30 @@ cdef extern from *:
         pthread_mutex_unlock(&q->mu);
     }
 
+    /* A native helper thread that needs the GIL (ss_pref's jumps, when it reads raws made
+       ahead) keeps one Python thread state from its first need to its end: PyGILState_Ensure
+       alone would make and free one per jump. Threads Python knows are left alone. The state is
+       taken only when first needed, so a helper that never jumps never waits for the GIL. */
+    static __thread int ss_tl_kept = 0;
+    static __thread PyGILState_STATE ss_tl_gs;
+    static __thread PyThreadState *ss_tl_ts = NULL;
+    static void ss_tstate_keep(void) {
+        if (ss_tl_kept || PyGILState_GetThisThreadState() != NULL) return;
+        ss_tl_gs = PyGILState_Ensure();
+        ss_tl_ts = PyEval_SaveThread();
+        ss_tl_kept = 1;
+    }
+    static void ss_tstate_drop(void) {
+        if (!ss_tl_kept) return;
+        PyEval_RestoreThread(ss_tl_ts);
+        PyGILState_Release(ss_tl_gs);
+        ss_tl_kept = 0;
+        ss_tl_ts = NULL;
+    }
+
     static void *ss_jq_main(void *arg) {
         ss_jq *q = (ss_jq *)arg;
         int spins = 0;
-        PyGILState_STATE gs = PyGILState_Ensure();
-        PyThreadState *ts = PyEval_SaveThread();
         while (!__atomic_load_n(&q->stop, __ATOMIC_RELAXED)) {
             int64_t calls = __atomic_add_fetch(&q->beat, 1, __ATOMIC_RELAXED);
             if (q->stall > 0 && calls == q->stall) {
@@ -688,8 +707,7 @@ cdef extern from *:
             pthread_mutex_unlock(&q->mu);
             spins = 0;
         }
-        PyEval_RestoreThread(ts);
-        PyGILState_Release(gs);
+        ss_tstate_drop();
         return NULL;
     }
 
@@ -1379,6 +1397,7 @@ cdef extern from *:
         int taken
     int ss_jq_open(ss_jq *q, int64_t cap, ss_produce_fn produce, void *ctx, int help,
                    int64_t stall) nogil
+    void ss_tstate_keep() nogil
     void ss_jq_close(ss_jq *q) nogil
     int64_t ss_raw_used(const ss_raw *r) nogil
     double ss_next_double(ss_raw *r) nogil
@@ -1919,6 +1938,7 @@ cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
 
 cdef void _jump(void *ctx, int64_t m) noexcept nogil:
     # The reader's jump over raws nobody reads: NumPy's own PCG64.advance on the copy.
+    ss_tstate_keep()
     with gil:
         (<object>ctx).advance(m)
 
@@ -2764,7 +2784,8 @@ cdef extern from *:
        last drawn block overlapping it (which covers every earlier overlap) and the layout. With
        places wanted, a block with none of them, and that no later needed block overlaps, is
        only drawn past; nodes after last are not drawn (unless exact). Returns -1, -2 (out of
-       memory) or an entry whose place is outside the epoch. */
+       memory), -3 (the draw queue ran short: a bug) or an entry whose place is outside the
+       epoch. */
     typedef struct {
         int64_t *a, *b;          /* two blocks' scratch (high entries each) */
         int64_t *blocks;         /* 2 * cap: start, stop */
@@ -2774,18 +2795,24 @@ cdef extern from *:
         int64_t *nx;             /* cap + 1 */
         char *need;              /* cap */
     } ss_br_space;
-    /* A consumer's place in a draw queue (pos: next entry; made: entries known made). */
-    typedef struct { ss_jq *q; int64_t pos, made; } ss_jr;
+    /* A consumer's place in a draw queue (pos: next entry; made: entries known made). short_:
+       it asked for entries past the producer's end (a bug, never silent: the caller raises). */
+    typedef struct { ss_jq *q; int64_t pos, made; int short_; } ss_jr;
+    static inline int ss_jr_more(ss_jr *c) {
+        if (c->pos < c->made) return 1;
+        c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+        if (c->pos < c->made) return 1;
+        c->short_ = 1;
+        return 0;
+    }
     static inline uint32_t ss_jr_next(ss_jr *c) {
-        if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
-        return ss_jq_at(c->q, c->pos++);
+        return ss_jr_more(c) ? ss_jq_at(c->q, c->pos++) : 0;
     }
     /* Generator.shuffle of x[0..n) with the draws from the queue, each swap's far end
        prefetched SS_VD swaps ahead. */
     static void ss_jr_fy(ss_jr *c, int64_t *x, int64_t n) {
         int64_t i = n - 1;
-        while (i > 0) {
-            if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+        while (i > 0 && ss_jr_more(c)) {
             int64_t cnt = c->made - c->pos, t, p = c->pos;
             if (cnt > i) cnt = i;
             for (t = 0; t < cnt; t++, p++) {
@@ -2798,8 +2825,7 @@ cdef extern from *:
     }
     /* Pass over m entries. */
     static void ss_jr_drop(ss_jr *c, int64_t m) {
-        while (m > 0) {
-            if (c->pos == c->made) c->made = ss_jq_need(c->q, c->pos, c->pos + 2 * SQ_STEP);
+        while (m > 0 && ss_jr_more(c)) {
             int64_t cnt = c->made - c->pos < m ? c->made - c->pos : m;
             c->pos += cnt; m -= cnt;
         }
@@ -2874,7 +2900,7 @@ cdef extern from *:
                                 int32_t *o32, int64_t *o64, int64_t last, int exact,
                                 ss_br_space *s) {
         int64_t c, k, e, nb;
-        ss_jr jr = {q, 0, 0};
+        ss_jr jr = {q, 0, 0, 0};
         for (c = 0; c < nodes; c++) {
             if (c > last && !exact) break;
             if (want != NULL && want_bounds[c] == want_bounds[c + 1]) continue;  /* drawn past */
@@ -2932,7 +2958,7 @@ cdef extern from *:
             }
         }
         ss_jq_finish(q, jr.pos);
-        return -1;
+        return jr.short_ ? -3 : -1;
     }
 
     /* ---- py2s: a fixed layout (shards in run order, each shuffled by the run's generator),
@@ -3410,6 +3436,8 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     finally:
         free(s.a); free(s.b); free(s.blocks); free(s.bstarts); free(s.cnt); free(s.need)
         free(s.nx); free(src.sizes); free(src.lens)
+    if bad == -3:
+        raise RuntimeError("py1br's draw queue ran short of the draws its shuffle reads (a bug)")
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -3612,7 +3640,7 @@ cdef extern from *:
        each fresh page costs a fault), arange(n) shuffled; q's producer is src, at
        min(n - 1, 2**32 - 1) (its helper already running if any). */
     #define SS_PERMUTATION(NAME, T)                                                          \
-    static void NAME(ss_jq *q, ss_perm_src *src, T *x, int64_t n) {                          \
+    static int NAME(ss_jq *q, ss_perm_src *src, T *x, int64_t n) {                           \
         int64_t i, pos = 0;                                                                  \
         for (i = 0; i < n; i++) x[i] = (T)i;                                                 \
         for (i = n - 1; i > (int64_t)0xFFFFFFFFLL; i--) {                                    \
@@ -3623,7 +3651,7 @@ cdef extern from *:
             int64_t want = i < SQ_STEP * 2 ? i : SQ_STEP * 2;                                \
             int64_t made = ss_jq_need(q, pos, pos + want), cnt = made - pos, t;              \
             if (cnt > i) cnt = i;                                                            \
-            if (cnt <= 0) break;  /* (cannot happen: the sequence holds i draws) */          \
+            if (cnt <= 0) return -1;  /* (a bug: the sequence holds i draws) */              \
             for (t = 0; t < cnt; t++) {                                                      \
                 if (pos + t + SS_PD < made)                                                  \
                     SS_PREFETCH_M(&x[ss_jq_at(q, pos + t + SS_PD)]);                         \
@@ -3634,6 +3662,7 @@ cdef extern from *:
             pos += cnt; i -= cnt;                                                            \
         }                                                                                    \
         ss_jq_finish(q, pos);                                                                \
+        return 0;                                                                            \
     }
     SS_PERMUTATION(ss_permutation, int64_t)
     SS_PERMUTATION(ss_permutation32, int32_t)
@@ -3656,8 +3685,8 @@ cdef extern from *:
         bitgen_t *bg
         int64_t i
     int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
-    void ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
-    void ss_permutation32(ss_jq *q, ss_perm_src *src, int32_t *x, int64_t n) nogil
+    int ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
+    int ss_permutation32(ss_jq *q, ss_perm_src *src, int32_t *x, int64_t n) nogil
     int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
                         int64_t *out) nogil
 
@@ -3733,6 +3762,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
     cdef int64_t bad = -1
     cdef ss_jq q
     cdef ss_perm_src src
+    cdef int short = 0
     memset(&q, 0, sizeof(q))
     with bit.lock:
         rd.open(rng, 3 if _mode == 4 else _mode, n)
@@ -3743,14 +3773,16 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
             _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode)
             with nogil:
                 if small:
-                    ss_permutation32(&q, &src, &x32[0] if n else NULL, n)
+                    short = ss_permutation32(&q, &src, &x32[0] if n else NULL, n)
                 else:
-                    ss_permutation(&q, &src, &x64[0] if n else NULL, n)
+                    short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
         finally:
             with nogil:
                 ss_jq_close(&q)
             _note_queue(&q)
             rd.close()
+    if short:
+        raise RuntimeError("the permutation's draws ran short of its swaps (a bug)")
     if pl is None:
         return full
     if not small:  # an int64 permutation: the places are looked up through it in place

@@ -557,3 +557,36 @@ def test_py1br_refuses_block_sizes_past_32_bits():
         _shuffle.py1br_places(
             rng, begins, span_sizes, bounds, stagger, low, 2**32 + 1, np.empty(1, np.int64)
         )
+
+
+def test_draw_queue_beside_busy_python_threads():
+    # The queue's helper takes the GIL only for ss_pref's jumps (mode 3 forces both helpers);
+    # planning from a Python thread while another one keeps the GIL busy neither deadlocks nor
+    # changes the ids.
+    import threading
+
+    args, rng, twin, twin_rng = _py1br_large(11)
+    stop = threading.Event()
+
+    def busy():
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    out = np.empty(len(twin), np.int64)
+
+    def plan():
+        _shuffle.py1br_places(rng, *args, out, _mode=3)
+
+    spinner = threading.Thread(target=busy)
+    spinner.start()
+    try:
+        planner = threading.Thread(target=plan)
+        planner.start()
+        planner.join(60)
+        assert not planner.is_alive()
+    finally:
+        stop.set()
+        spinner.join()
+    assert np.array_equal(out, twin)
+    assert _same_state(rng, twin_rng)
