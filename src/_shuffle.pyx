@@ -2742,6 +2742,29 @@ cdef extern from *:
                                int64_t ez, int64_t lo, int64_t hi, const int64_t *starts,
                                int64_t m, int64_t *cnt, int64_t *nx) {
         int64_t e, k;
+        /* Places already ascending (a worker's share of a node usually is): the segments are
+           runs of entries, found by binary search; nothing moves. */
+        if (ez > ea && m >= 1) {
+            int64_t prev = want[ss_v_at(o32, o64, ea)];
+            for (e = ea + 1; e < ez; e++) {
+                int64_t p = want[ss_v_at(o32, o64, e)];
+                if (p < prev) break;
+                prev = p;
+            }
+            if (e == ez && want[ss_v_at(o32, o64, ea)] >= lo && prev < hi) {
+                cnt[0] = 0;
+                for (k = 1; k < m; k++) {
+                    int64_t a = ea, z = ez;  /* the first entry whose place is >= starts[k] */
+                    while (a < z) {
+                        int64_t mid = a + (z - a) / 2;
+                        if (want[ss_v_at(o32, o64, mid)] < starts[k]) a = mid + 1; else z = mid;
+                    }
+                    cnt[k] = a - ea;
+                }
+                cnt[m] = ez - ea;
+                return -1;
+            }
+        }
         memset(cnt, 0, (size_t)(m + 1) * sizeof(int64_t));
         for (e = ea; e < ez; e++) {
             int64_t p = want[ss_v_at(o32, o64, e)];

@@ -590,3 +590,35 @@ def test_draw_queue_beside_busy_python_threads():
         spinner.join()
     assert np.array_equal(out, twin)
     assert _same_state(rng, twin_rng)
+
+
+@pytest.mark.parametrize("algo", ["py1br", "py2s"])
+def test_ascending_places_take_the_run_split(algo):
+    # A worker's places within a node usually ascend: blocks (py1br) and pieces (py2s) are then
+    # found as runs by binary search, nothing reordered; repeats and the blocks clipped together
+    # at a node's start included. Unsorted places of the same set take the general sort.
+    gen = np.random.default_rng(4)
+    if algo == "py1br":
+        args, rng, twin, _ = _py1br_large(29)
+        bounds = args[2]
+        starts = np.concatenate([[0], np.cumsum(args[1])])
+        node_bounds = starts[bounds]
+    else:
+        fixed, epoch, layout, n = S._py2s_setup(np.full(60, 10_000, np.int64), 8, 29, 1)
+        twin = _py2s_twin_kernels(_rng_copy(fixed), _rng_copy(epoch), layout, n)
+        node_bounds = np.concatenate([[0], np.cumsum(layout[3])])[layout[4]]
+    n = len(twin)
+    ascending = np.sort(gen.choice(n, 20_000))  # repeats too
+    for places in (ascending, gen.permutation(ascending)):
+        got = np.empty(len(places), np.int64)
+        want_bounds, order = _shuffle.group_places(places, node_bounds, got)
+        if algo == "py1br":
+            _shuffle.py1br_places(
+                _rng_copy(rng), *args, got, places, want_bounds, order, exact=False
+            )
+        else:
+            _shuffle.py2s_places(
+                _rng_copy(fixed), _rng_copy(epoch), *layout, got, places, want_bounds, order,
+                exact=False,
+            )
+        assert np.array_equal(got, twin[places])
