@@ -618,7 +618,13 @@ def test_ascending_places_take_the_run_split(algo):
             )
         else:
             _shuffle.py2s_places(
-                _rng_copy(fixed), _rng_copy(epoch), *layout, got, places, want_bounds, order,
+                _rng_copy(fixed),
+                _rng_copy(epoch),
+                *layout,
+                got,
+                places,
+                want_bounds,
+                order,
                 exact=False,
             )
         assert np.array_equal(got, twin[places])
