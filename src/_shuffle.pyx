@@ -161,7 +161,6 @@ cdef extern from *:
         clock_gettime(CLOCK_MONOTONIC, &t);
         return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
     }
-    #include <time.h>
     #if defined(__linux__)
     #define SS_CPU() sched_getcpu()
     #else
@@ -765,9 +764,10 @@ cdef extern from *:
         }
     }
 
-    /* The entries before pos read, and those up to upto (at most pos + cap) made, or the sequence over: returns the entries
-       made (the consumer reads [used, made)). Waits for a helper while it makes progress;
-       one that makes none is stopped, and the rest is made here. */
+    /* The entries before pos read, and those up to upto (at most pos + cap) made, or the
+       sequence over: returns the entries made (the consumer reads [pos, made)). Waits for a
+       helper while it shows signs of life; one that shows none is stopped, and the rest is
+       made here. */
     static int64_t ss_jq_need(ss_jq *q, int64_t pos, int64_t upto) {
         ss_jq_release(q, pos);
         if (upto > pos + q->cap) upto = pos + q->cap;
@@ -1813,6 +1813,18 @@ cdef inline Py_ssize_t _col_at(const ss_cols *c, Py_ssize_t e, Py_ssize_t *left)
     return r * c.w + j
 
 
+cdef inline Py_ssize_t _col_step(const ss_cols *c, Py_ssize_t e, Py_ssize_t *i,
+                                 Py_ssize_t *left) noexcept nogil:
+    # The index of grouping entry e, entries taken in turn from ``left[0] = 0``: down a column
+    # (i steps by w) until it ends, then from the top of the next one (_col_at).
+    if left[0] == 0:
+        i[0] = _col_at(c, e, left)
+    else:
+        i[0] += c.w
+    left[0] -= 1
+    return i[0]
+
+
 cdef tuple _order_view(object order):
     """``order`` as a contiguous int32 or int64 view (the other None), and its length."""
     arr = np.asarray(order)
@@ -2017,13 +2029,9 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
             warn[0] |= got
         if pick and cols != NULL:
             left = 0
-            k = 0
             for e in range(want_bounds[a], want_bounds[z]):
-                if left == 0:
-                    k = _col_at(cols, e, &left)
+                _col_step(cols, e, &k, &left)
                 out[k] = buf[want[k] - node_start]
-                k += cols.w
-                left -= 1
         elif pick:
             for e in range(want_bounds[a], want_bounds[z]):
                 k = _at(o32, o64, e)
@@ -2040,13 +2048,9 @@ cdef inline Py_ssize_t _check_span(const int64_t[:] want, const int32_t *o32, co
     cdef int64_t place
     if cols != NULL:
         for e in range(first, end):
-            if left == 0:
-                i = _col_at(cols, e, &left)
-            place = want[i]
+            place = want[_col_step(cols, e, &i, &left)]
             if place < span_start or place >= span_start + size:
                 return e
-            i += cols.w
-            left -= 1
         return -1
     for e in range(first, end):
         place = want[_at(o32, o64, e)]
@@ -2130,14 +2134,11 @@ cdef inline Py_ssize_t _draw_span_kept(ss_raw *r, bitgen_t *bg, int64_t begin, i
         # Columns: the span's entries step down a column (a new one where it ends).
         i = 0
         for e in range(a, z):
-            if left == 0:
-                i = _col_at(cols, e, &left)
+            _col_step(cols, e, &i, &left)
             p = want[i] - span_start
             if p < 0 or p >= size:
                 return e
             out[i] = _kept(x16, x32, buf, begin, p)
-            i += cols.w
-            left -= 1
         return -1
     if x16 != NULL and want.strides[0] == sizeof(int64_t) and out.strides[0] == sizeof(int64_t):
         # The usual case, flat arrays: plain pointers (no stride multiply per entry).
@@ -2835,21 +2836,27 @@ cdef extern from *:
     static inline uint32_t ss_jr_next(ss_jr *c) {
         return ss_jr_more(c) ? ss_jq_at(c->q, c->pos++) : 0;
     }
-    /* Generator.shuffle of x[0..n) with the draws from the queue, each swap's far end
-       prefetched SS_VD swaps ahead. */
-    static void ss_jr_fy(ss_jr *c, int64_t *x, int64_t n) {
-        int64_t i = n - 1;
-        while (i > 0 && ss_jr_more(c)) {
-            int64_t cnt = c->made - c->pos, t, p = c->pos;
-            if (cnt > i) cnt = i;
-            for (t = 0; t < cnt; t++, p++) {
-                if (t + SS_VD < cnt) SS_PREFETCH_W(&x[ss_jq_at(c->q, p + SS_VD)]);
-                int64_t a = i - t, k = ss_jq_at(c->q, p), v = x[a];
-                x[a] = x[k]; x[k] = v;
-            }
-            c->pos += cnt; i -= cnt;
-        }
+    /* Fisher-Yates of x[0..n) of T (Generator.shuffle's swaps, i = n-1 .. 1) with the draws
+       from the queue, each swap's far end prefetched (PREFETCH) PD swaps ahead. */
+    #define SS_JR_FY(NAME, T, PD, PREFETCH)                                                  \
+    static void NAME(ss_jr *c, T *x, int64_t n) {                                           \
+        /* (the ring in locals: stores to x may alias the queue's fields) */                 \
+        const uint32_t *ring = c->q->ring;                                                   \
+        const int64_t mask = c->q->mask;                                                     \
+        int64_t i = n - 1;                                                                   \
+        while (i > 0 && ss_jr_more(c)) {                                                     \
+            int64_t cnt = c->made - c->pos, t, p = c->pos;                                   \
+            if (cnt > i) cnt = i;                                                            \
+            for (t = 0; t < cnt; t++, p++) {                                                 \
+                if (t + PD < cnt) PREFETCH(&x[ring[(p + PD) & mask]]);                       \
+                int64_t a = i - t, k = ring[p & mask];                                       \
+                T v = x[a];                                                                  \
+                x[a] = x[k]; x[k] = v;                                                       \
+            }                                                                                \
+            c->pos += cnt; i -= cnt;                                                         \
+        }                                                                                    \
     }
+    SS_JR_FY(ss_jr_fy, int64_t, SS_VD, SS_PREFETCH_W)
     /* Pass over m entries. */
     static void ss_jr_drop(ss_jr *c, int64_t m) {
         while (m > 0 && ss_jr_more(c)) {
@@ -3267,10 +3274,12 @@ cdef class _Reader:
         memset(&self.r, 0, sizeof(self.r))
 
     cdef int open(self, object rng, int mode, Py_ssize_t largest) except -1:
-        # Mode 3 (tests: helper threads forced) takes the generic path for other bit generators.
+        # Modes 3 and 4 (tests: helper threads forced; 4 also stalls a draw queue's helper) take
+        # the raw path, or the generic one for other bit generators.
         global _PCG64
         self.bit = _bit_generator(rng)
-        if mode == 3:
+        if mode >= 3:
+            mode = 3
             _raw_mode(self.bit, 0, 0)  # imports PCG64
             if type(self.bit) is not _PCG64:
                 mode = 1
@@ -3291,13 +3300,13 @@ cdef class _Reader:
 
     cdef int help(self, int64_t raws, int mode) except -1:
         """With about ``raws`` raws to read (and a second core), a helper thread makes them
-        ahead (``ss_pref``, as for py1s); mode 3 (tests) always."""
+        ahead (``ss_pref``, as for py1s); modes 3 and 4 (tests) always."""
         cdef bitgen_t *gens[3]
         cdef void *ctxs[3]
         cdef int k
         if not self.raw or not self.opened or self.helpers is not None:
             return 0
-        if mode != 3 and (mode != 0 or raws < _helper_min_raws or not _second_core()):
+        if mode < 3 and (mode != 0 or raws < _helper_min_raws or not _second_core()):
             return 0
         copies = [_copy_of(self.bit) for _ in range(3)]
         for k in range(3):
@@ -3410,6 +3419,7 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     memset(&src, 0, sizeof(src))
     cdef ss_jq q
     memset(&q, 0, sizeof(q))
+    cdef int64_t drawn = starts[ns[last + 1]] if last >= 0 else 0  # draws: a sample each
     cdef _Reader rd = _Reader()
     cdef int64_t bad = -1
     bit = _bit_generator(rng)
@@ -3439,17 +3449,14 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         src.cap = cap
         src.exact = exact
         with bit.lock:
-            rd.open(rng, 3 if _mode == 4 else _mode, room)
+            rd.open(rng, _mode, room)
             try:
                 src.r = rd.reader()
                 src.bg = rd.bg
-                # Raws made ahead on a second core too: while the queue's helper counts the
-                # words of nodes nobody wants, the caller sleeps and leaves a core free.
-                rd.help((starts[ns[last + 1]] if last >= 0 else 0) * 7 // 10, min(_mode, 3))
-                # One draw a sample, up to the last node.
-                _open_queue(&q, ss_br_produce, &src,
-                            starts[ns[last + 1]] if last >= 0 else 0, True, _mode,
-                            _queue_most)
+                # Raws made ahead on a second core too (~0.7 a draw): while the queue's helper
+                # counts the words of nodes nobody wants, the caller sleeps and leaves a core free.
+                rd.help(drawn * 7 // 10, _mode)
+                _open_queue(&q, ss_br_produce, &src, drawn, True, _mode, _PY1BR_RING)
                 with nogil:
                     bad = ss_py1br_run(&q, &b[0] if nspans else NULL, &starts[0], &ns[0], nodes,
                                        &sg[0] if nodes else NULL,
@@ -3663,36 +3670,26 @@ cdef extern from *:
     #else
     #define SS_PREFETCH_M(p) ((void)0)
     #endif
+    SS_JR_FY(ss_jr_fy64, int64_t, SS_PD, SS_PREFETCH_M)
+    SS_JR_FY(ss_jr_fy32, int32_t, SS_PD, SS_PREFETCH_M)
     /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
        each fresh page costs a fault), arange(n) shuffled; q's producer is src, at
-       min(n - 1, 2**32 - 1) (its helper already running if any). */
-    #define SS_PERMUTATION(NAME, T)                                                          \
+       min(n - 1, 2**32 - 1) (its helper already running if any). -1: the queue ran short. */
+    #define SS_PERMUTATION(NAME, T, FY)                                                      \
     static int NAME(ss_jq *q, ss_perm_src *src, T *x, int64_t n) {                           \
-        int64_t i, pos = 0;                                                                  \
+        int64_t i;                                                                           \
+        ss_jr jr = {q, 0, 0, 0};                                                             \
         for (i = 0; i < n; i++) x[i] = (T)i;                                                 \
         for (i = n - 1; i > (int64_t)0xFFFFFFFFLL; i--) {                                    \
             int64_t b = (int64_t)random_interval(src->bg, (uint64_t)i);                      \
             T v = x[i]; x[i] = x[b]; x[b] = v;                                               \
         }                                                                                    \
-        while (i > 0) {                                                                      \
-            int64_t want = i < SQ_STEP * 2 ? i : SQ_STEP * 2;                                \
-            int64_t made = ss_jq_need(q, pos, pos + want), cnt = made - pos, t;              \
-            if (cnt > i) cnt = i;                                                            \
-            if (cnt <= 0) return -1;  /* (a bug: the sequence holds i draws) */              \
-            for (t = 0; t < cnt; t++) {                                                      \
-                if (pos + t + SS_PD < made)                                                  \
-                    SS_PREFETCH_M(&x[ss_jq_at(q, pos + t + SS_PD)]);                         \
-                int64_t a = i - t, b = ss_jq_at(q, pos + t);                                 \
-                T v = x[a];                                                                  \
-                x[a] = x[b]; x[b] = v;                                                       \
-            }                                                                                \
-            pos += cnt; i -= cnt;                                                            \
-        }                                                                                    \
-        ss_jq_finish(q, pos);                                                                \
-        return 0;                                                                            \
+        FY(&jr, x, i + 1);                                                                   \
+        ss_jq_finish(q, jr.pos);                                                             \
+        return jr.short_ ? -1 : 0;                                                           \
     }
-    SS_PERMUTATION(ss_permutation, int64_t)
-    SS_PERMUTATION(ss_permutation32, int32_t)
+    SS_PERMUTATION(ss_permutation, int64_t, ss_jr_fy64)
+    SS_PERMUTATION(ss_permutation32, int32_t, ss_jr_fy32)
     /* out[k] = x[places[k]], -1 where the place is negative; the places' values prefetched
        ahead (x is epoch-sized). Returns -1, or the first k whose place is past n. */
     static int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
@@ -3721,20 +3718,24 @@ cdef extern from *:
 # Draws from which a draw queue's helper thread makes them on a second core (as the raws'
 # helper, _helper_min_raws: ~0.7 raws a draw).
 _queue_min_draws = 700_000
-_queue_most = 1 << 18
+# The most entries of a helped queue's ring. naive's runs ahead while the caller lays out its
+# 40 MB arange (a 1M ring measured ~2 ms slower at 1e7); py1br's caller needs its block sizes
+# only once its helper reaches a wanted node (64K-4M alike).
+_NAIVE_RING = 1 << 22
+_PY1BR_RING = 1 << 18
 # The last draw queue's fate, for tests: (helper started, consumer took it over).
 last_queue = (False, False)
 
 
 cdef int _open_queue(ss_jq *q, ss_produce_fn produce, void *ctx, int64_t draws, bint can_help,
-                     int mode, int64_t most=1 << 22) except -1:
+                     int mode, int64_t most) except -1:
     """Open a draw queue over ``produce``; a helper thread makes the draws when they are
     many, there is a second core and the producer may run on another thread (mode 3 and 4,
     tests: always, 4 with a helper that stalls)."""
     cdef bint help = can_help and (mode >= 3 or (
         mode == 0 and draws >= _queue_min_draws and _second_core()))
-    # With a helper the ring holds up to 4M draws (16 MB): it runs ahead while the caller
-    # lays out its ids; alone, the caller makes 2 x SQ_STEP at a time.
+    # With a helper the ring holds up to ``most`` draws; alone, the caller makes 2 x SQ_STEP
+    # at a time.
     cdef int64_t cap = 1 << 14
     if help:
         cap = 1 << 12
@@ -3792,12 +3793,12 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
     cdef int short = 0
     memset(&q, 0, sizeof(q))
     with bit.lock:
-        rd.open(rng, 3 if _mode == 4 else _mode, n)
+        rd.open(rng, _mode, n)
         try:
             src.r = rd.reader()
             src.bg = rd.bg
             src.i = min(n - 1, 0xFFFFFFFF)
-            _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode)
+            _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode, _NAIVE_RING)
             with nogil:
                 if small:
                     short = ss_permutation32(&q, &src, &x32[0] if n else NULL, n)

@@ -230,6 +230,21 @@ def _py1br_kernel_args(sizes, nc, seed, epoch, block, kind):
     return begins, span_sizes, S._bounds(node_spans), stagger, low, max(high, low + 1), order_rng
 
 
+def _py1br_twin(args, rng):
+    """py1br's shuffle of the kernel arguments ``args`` (``begins, span_sizes, bounds, stagger,
+    low, high``) by the twin kernel, from a copy of ``rng``: the ids, the copy (where it
+    ends) and the spans' starts."""
+    begins, span_sizes, bounds, stagger, low, high = args
+    starts = np.concatenate([[0], np.cumsum(span_sizes)])
+    layout = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)] or [[]])
+    twin = layout.astype(np.int64)
+    twin_rng = _rng_copy(rng)
+    _shuffle.shuffle_blocks_py1br(
+        twin_rng, twin, np.append(starts[bounds[:-1]], starts[-1]), stagger, low, high
+    )
+    return twin, twin_rng, starts
+
+
 def _rng_copy(rng):
     twin = np.random.Generator(type(rng.bit_generator)())
     twin.bit_generator.state = rng.bit_generator.state
@@ -257,13 +272,7 @@ def test_py1br_kernel_every_path(sizes, nc, seed, block, kind, mode, pre, data):
     if pre:
         rng.integers(0, 2**31)  # a buffered 32-bit half
     n = int(span_sizes.sum())
-    twin_rng = _rng_copy(rng)
-    layout = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)] or [[]])
-    twin = layout.astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(span_sizes)])
-    _shuffle.shuffle_blocks_py1br(
-        twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
-    )
+    twin, twin_rng, starts = _py1br_twin((begins, span_sizes, bounds, stagger, low, high), rng)
     # The whole epoch, exact.
     rng_full = _rng_copy(rng)
     out = np.empty(n, np.int64)
@@ -370,12 +379,7 @@ def test_large_views_take_the_raw_skip_and_helper_paths(algo, mode):
             sizes, nc, seed, 2, block, np.random.PCG64
         )
         n = int(span_sizes.sum())
-        starts = np.concatenate([[0], np.cumsum(span_sizes)])
-        twin = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)])
-        twin_rng = _rng_copy(rng)
-        _shuffle.shuffle_blocks_py1br(
-            twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
-        )
+        twin, twin_rng, starts = _py1br_twin((begins, span_sizes, bounds, stagger, low, high), rng)
         node_bounds = starts[bounds]
     else:
         fixed, epoch, layout, n = S._py2s_setup(sizes, nc, seed, 2)
@@ -505,18 +509,12 @@ def test_permutation_across_draw_chunks(n, mode):
 
 
 def _py1br_large(seed):
-    sizes = np.full(60, 10_000, np.int64)
-    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
-        sizes, 8, seed, 1, 60_000, np.random.PCG64
+    # 600k samples over 8 nodes: enough draws for a helper, blocks of 45k-75k.
+    *args, rng = _py1br_kernel_args(
+        np.full(60, 10_000, np.int64), 8, seed, 1, 60_000, np.random.PCG64
     )
-    n = int(span_sizes.sum())
-    starts = np.concatenate([[0], np.cumsum(span_sizes)])
-    twin = np.concatenate([np.arange(b, b + s) for b, s in zip(begins, span_sizes)])
-    twin_rng = _rng_copy(rng)
-    _shuffle.shuffle_blocks_py1br(
-        twin_rng, twin, np.append(starts[bounds[:-1]], n), stagger, low, high
-    )
-    return (begins, span_sizes, bounds, stagger, low, high), rng, twin, twin_rng
+    twin, twin_rng, _ = _py1br_twin(tuple(args), rng)
+    return tuple(args), rng, twin, twin_rng
 
 
 @pytest.mark.parametrize("mode", [3, 4])
