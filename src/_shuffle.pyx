@@ -981,6 +981,71 @@ cdef extern from *:
         r->pos = pos; r->has_half = hh; r->half = half;
     }
 
+    /* ---- Fisher-Yates draws a group at a time (x86-64 with AVX2, found at run time) ----
+       As for skipping (ss_skip_blocks), a group of SS_GROUP words read from i = i0 meets i in
+       [i0 - SS_GROUP + 1, i0] (mask fixed): a masked word <= i0 - SS_GROUP + 1 is accepted and
+       one > i0 rejected whatever came before it. A group of such words only (all but
+       ~SS_GROUP**2 / (mask + 1) of them) gives its accepted words in order, packed by a
+       permutation per 8 words, with no chain through i from word to word; any other group is
+       read word by word. ss_simd (tests: _set_simd) turns it off. */
+    #define SS_GROUP 64   /* words: SS_GROUP / 2 raws, low halves first */
+    /* The least mask groups are read at: below it most groups would not be sure (a group is
+       not sure with probability ~SS_GROUP**2 / (mask + 1)). */
+    #define SS_GROUP_MASK 0xFFFFu
+    static int ss_simd = 0;
+    static uint8_t ss_pack_lut[256][8];  /* lanes of mask m's set bits, in order */
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(SS_NO_SIMD)
+    #define SS_HAVE_AVX2 1
+    #include <immintrin.h>
+    static void ss_simd_init(void) {
+        for (int m = 0; m < 256; m++) {
+            int k = 0;
+            for (int lane = 0; lane < 8; lane++)
+                if (m >> lane & 1) ss_pack_lut[m][k++] = (uint8_t)lane;
+            for (; k < 8; k++) ss_pack_lut[m][k] = 0;
+        }
+        __builtin_cpu_init();
+        ss_simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    }
+    /* Groups from *pi into dst while each is sure: stops before the first that is not, or
+       after most groups. The caller guarantees, for every group it allows: mask < 2**31
+       (signed compares), i - SS_GROUP >= low (i keeps its mask), SS_GROUP / 2 raws at raws
+       and SS_GROUP entries of room. Returns the entries made; *pi and *groups
+       (in: most, out: done) move on. */
+    __attribute__((target("avx2,popcnt")))
+    static int64_t ss_fy_groups(const uint64_t *raws, uint32_t mask, int64_t *pi,
+                                int64_t *groups, uint32_t *dst) {
+        const __m256i m = _mm256_set1_epi32((int)mask);
+        int64_t i = *pi, t = 0, g, most = *groups;
+        for (g = 0; g < most; g++, raws += SS_GROUP / 2) {
+            const __m256i hi = _mm256_set1_epi32((int)i);
+            const __m256i lo = _mm256_set1_epi32((int)(i - SS_GROUP + 1));
+            __m256i w[SS_GROUP / 8], unsure = _mm256_setzero_si256();
+            unsigned acc[SS_GROUP / 8];
+            for (int k = 0; k < SS_GROUP / 8; k++) {
+                w[k] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(raws + 4 * k)), m);
+                __m256i over_lo = _mm256_cmpgt_epi32(w[k], lo);
+                unsure = _mm256_or_si256(unsure,
+                                         _mm256_andnot_si256(_mm256_cmpgt_epi32(w[k], hi), over_lo));
+                acc[k] = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(over_lo)) & 0xFFu;
+            }
+            if (!_mm256_testz_si256(unsure, unsure)) break;
+            for (int k = 0; k < SS_GROUP / 8; k++) {
+                __m256i idx = _mm256_cvtepu8_epi32(
+                    _mm_loadl_epi64((const __m128i *)ss_pack_lut[acc[k]]));
+                _mm256_storeu_si256((__m256i *)(dst + t), _mm256_permutevar8x32_epi32(w[k], idx));
+                t += __builtin_popcount(acc[k]);
+            }
+            i = *pi - t;
+        }
+        *pi = i;
+        *groups = g;
+        return t;
+    }
+    #else
+    static void ss_simd_init(void) {}
+    #endif
+
     /* A draw queue's share of Fisher-Yates (ss_jq): up to room accepted draws from *pi down
        (i > 0 left), into dst, as ss_fisher_yates_i64 makes them (random_interval on bg without
        a reader); *pi moves on. Returns the draws made. */
@@ -1003,6 +1068,30 @@ cdef extern from *:
             int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
             if (stop > room) stop = room;
             while (t < stop) {
+    #ifdef SS_HAVE_AVX2
+                /* Whole groups while i stays above low, with room and raws for them. */
+                if (ss_simd && !hh && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu
+                        && stop - t >= SS_GROUP && end - pos >= SS_GROUP / 2) {
+                    int64_t want = (stop - t) / SS_GROUP, raws = (end - pos) / (SS_GROUP / 2);
+                    int64_t most = want < raws ? want : raws;
+                    want = most;
+                    t += ss_fy_groups(buf + pos, (uint32_t)mask, &i, &most, dst + t);
+                    pos += most * (SS_GROUP / 2);
+                    if (most < want) {  /* a group that is not sure: read word by word */
+                        for (int k = 0; k < SS_GROUP / 2; k++) {
+                            uint64_t raw = buf[pos++], v = raw & mask;
+                            int ok = v <= (uint64_t)i;
+                            dst[t] = (uint32_t)v;
+                            t += ok; i -= ok;
+                            v = (raw >> 32) & mask;
+                            ok = v <= (uint64_t)i;
+                            dst[t] = (uint32_t)v;
+                            t += ok; i -= ok;
+                        }
+                    }
+                    continue;
+                }
+    #endif
                 uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
                 uint64_t v = (uint64_t)w & mask;
                 int ok = v <= (uint64_t)i;
@@ -1396,6 +1485,8 @@ cdef extern from *:
     void ss_pref_free(ss_raw *r) nogil
     void ss_raw_bitgen(ss_raw *r, bitgen_t *bg) nogil
     ctypedef int64_t (*ss_produce_fn)(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
+    int ss_simd
+    void ss_simd_init()
     ctypedef struct ss_jq:
         int helped
         int taken
@@ -1493,6 +1584,21 @@ cdef Py_ssize_t _check_spans(const int64_t[:] sizes, Py_ssize_t out_len) except 
     if total != out_len:
         raise ValueError(f"spans hold {total} samples but the output holds {out_len}")
     return total
+
+
+ss_simd_init()
+
+
+def _set_simd(bint on):
+    """Tests only: whether Fisher-Yates draws may be read a group at a time (AVX2, where the
+    CPU has it; see ss_fy_groups). Returns whether they were."""
+    global ss_simd
+    was = bool(ss_simd)
+    if on:
+        ss_simd_init()
+    else:
+        ss_simd = 0
+    return was
 
 
 def shuffle_spans(rng, const int64_t[:] begins, const int64_t[:] sizes, int64_t[:] out):
@@ -2838,7 +2944,9 @@ cdef extern from *:
     }
     /* Fisher-Yates of x[0..n) of T (Generator.shuffle's swaps, i = n-1 .. 1) with the draws
        from the queue, each swap's far end prefetched (PREFETCH) PD swaps ahead. */
-    #define SS_JR_FY(NAME, T, PD, PREFETCH)                                                  \
+    #define SS_SWAP(T, x, a, k) do { T v_ = (x)[a]; (x)[a] = (x)[k]; (x)[k] = v_; } while (0)
+    #define SS_JR_FY(NAME, T, PD, PREFETCH) SS_JR_FY_AS(NAME, T, PD, PREFETCH, SS_SWAP)
+    #define SS_JR_FY_AS(NAME, T, PD, PREFETCH, SWAP)                                          \
     static void NAME(ss_jr *c, T *x, int64_t n) {                                           \
         /* (the ring in locals: stores to x may alias the queue's fields) */                 \
         const uint32_t *ring = c->q->ring;                                                   \
@@ -2850,8 +2958,7 @@ cdef extern from *:
             for (t = 0; t < cnt; t++, p++) {                                                 \
                 if (t + PD < cnt) PREFETCH(&x[ring[(p + PD) & mask]]);                       \
                 int64_t a = i - t, k = ring[p & mask];                                       \
-                T v = x[a];                                                                  \
-                x[a] = x[k]; x[k] = v;                                                       \
+                SWAP(T, x, a, k);                                                            \
             }                                                                                \
             c->pos += cnt; i -= cnt;                                                         \
         }                                                                                    \
@@ -3671,35 +3778,46 @@ cdef extern from *:
     #define SS_PREFETCH_M(p) ((void)0)
     #endif
     SS_JR_FY(ss_jr_fy64, int64_t, SS_PD, SS_PREFETCH_M)
-    SS_JR_FY(ss_jr_fy32, int32_t, SS_PD, SS_PREFETCH_M)
-    /* The array x[0..n) of T (int64_t, or int32_t below 2**31 samples: half the memory, and
-       each fresh page costs a fault), arange(n) shuffled; q's producer is src, at
-       min(n - 1, 2**32 - 1) (its helper already running if any). -1: the queue ran short. */
-    #define SS_PERMUTATION(NAME, T, FY)                                                      \
-    static int NAME(ss_jq *q, ss_perm_src *src, T *x, int64_t n) {                           \
-        int64_t i;                                                                           \
-        ss_jr jr = {q, 0, 0, 0};                                                             \
-        for (i = 0; i < n; i++) x[i] = (T)i;                                                 \
-        for (i = n - 1; i > (int64_t)0xFFFFFFFFLL; i--) {                                    \
-            int64_t b = (int64_t)random_interval(src->bg, (uint64_t)i);                      \
-            T v = x[i]; x[i] = x[b]; x[b] = v;                                               \
-        }                                                                                    \
-        FY(&jr, x, i + 1);                                                                   \
-        ss_jq_finish(q, jr.pos);                                                             \
-        return jr.short_ ? -1 : 0;                                                           \
+    /* arange(n) shuffled into x[0..n); q's producer is src, at min(n - 1, 2**32 - 1) (its
+       helper already running if any). -1: the queue ran short. */
+    static int ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) {
+        int64_t i;
+        ss_jr jr = {q, 0, 0, 0};
+        for (i = 0; i < n; i++) x[i] = i;
+        for (i = n - 1; i > (int64_t)0xFFFFFFFFLL; i--) {
+            int64_t b = (int64_t)random_interval(src->bg, (uint64_t)i);
+            int64_t v = x[i]; x[i] = x[b]; x[b] = v;
+        }
+        ss_jr_fy64(&jr, x, i + 1);
+        ss_jq_finish(q, jr.pos);
+        return jr.short_ ? -1 : 0;
     }
-    SS_PERMUTATION(ss_permutation, int64_t, ss_jr_fy64)
-    SS_PERMUTATION(ss_permutation32, int32_t, ss_jr_fy32)
-    /* out[k] = x[places[k]], -1 where the place is negative; the places' values prefetched
-       ahead (x is epoch-sized). Returns -1, or the first k whose place is past n. */
-    static int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
-                               int64_t *out) {
+    /* The same below 2**31 samples, for places to be looked up, in int32_t (half the memory,
+       and each fresh page costs a fault) and held as offsets from arange(n), x[k] = value - k:
+       zeros to start with, as fresh pages come (calloc), so nothing is laid out. Values and
+       offsets of n < 2**31 samples fit in int32_t. */
+    #define SS_SWAP_OFF(T, x, a, k) do {                                                   \
+        T va_ = (x)[a] + (T)(a), vk_ = (x)[k] + (T)(k);                                      \
+        (x)[a] = vk_ - (T)(a); (x)[k] = va_ - (T)(k);                                        \
+    } while (0)
+    SS_JR_FY_AS(ss_jr_fy32_off, int32_t, SS_PD, SS_PREFETCH_M, SS_SWAP_OFF)
+    static int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n) {
+        ss_jr jr = {q, 0, 0, 0};
+        ss_jr_fy32_off(&jr, x, n);
+        ss_jq_finish(q, jr.pos);
+        return jr.short_ ? -1 : 0;
+    }
+    /* out[k] = the value at places[k] of the offsets x (x[p] + p), -1 where the place is
+       negative; the places' values prefetched ahead (x is epoch-sized). Returns -1, or the
+       first k whose place is past n. */
+    static int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places,
+                                   int64_t m, int64_t *out) {
         int64_t k;
         for (k = 0; k < m; k++) if (places[k] >= n) return k;
         for (k = 0; k < m; k++) {
             if (k + SS_PD < m && places[k + SS_PD] >= 0) __builtin_prefetch(&x[places[k + SS_PD]]);
             int64_t p = places[k];
-            out[k] = p >= 0 ? (int64_t)x[p] : -1;
+            out[k] = p >= 0 ? (int64_t)x[p] + p : -1;
         }
         return -1;
     }
@@ -3710,9 +3828,9 @@ cdef extern from *:
         int64_t i
     int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
     int ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
-    int ss_permutation32(ss_jq *q, ss_perm_src *src, int32_t *x, int64_t n) nogil
-    int64_t ss_gather32(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
-                        int64_t *out) nogil
+    int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n) nogil
+    int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
+                            int64_t *out) nogil
 
 
 # Draws from which a draw queue's helper thread makes them on a second core (as the raws'
@@ -3759,7 +3877,8 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
         rng (numpy.random.Generator): Generator to draw from (it advances).
         n (int): Number of samples, non-negative.
         places (NDArray[np.int64], optional): Places to look up (negative: ``-1`` out). The
-            permutation is then built in int32 below ``2**31`` samples (half the memory).
+            permutation is then built in int32 below ``2**31`` samples (half the memory), as
+            offsets from ``arange(n)`` (zeros to start with: nothing to lay out).
         out (NDArray[np.int64], optional): With ``places``: where the values go (as long; may
             be ``places`` itself). Defaults to a new array.
         _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw, 3 raw with
@@ -3782,7 +3901,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
         if o.shape[0] != pl.shape[0]:
             raise ValueError("out must be as long as places")
         small = n < (1 << 31)
-    full = np.empty(n, np.int32 if small else np.int64)
+    full = np.zeros(n, np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
     bit = _bit_generator(rng)
@@ -3801,7 +3920,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
             _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode, _NAIVE_RING)
             with nogil:
                 if small:
-                    short = ss_permutation32(&q, &src, &x32[0] if n else NULL, n)
+                    short = ss_permutation32_off(&q, &x32[0] if n else NULL, n)
                 else:
                     short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
         finally:
@@ -3819,7 +3938,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
         _plan.compose_ids(out, full, None)
         return out
     with nogil:
-        bad = ss_gather32(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
+        bad = ss_gather32_off(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
                           pl.shape[0], &o[0] if o.shape[0] else NULL)
     if bad >= 0:
         raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")

@@ -505,6 +505,34 @@ def test_permutation_across_draw_chunks(n, mode):
         _shuffle.permutation(np.random.default_rng(n), n, np.array([n]))
 
 
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(65_537, 400_000),
+    seed=seeds_st,
+    mode=st.sampled_from([0, 2, 3]),
+    simd=st.booleans(),
+    data=st.data(),
+)
+def test_permutation_groups_and_offsets(n, seed, mode, simd, data):
+    # Past 2**16 the draws are read 64 words at a time where the CPU has AVX2 (a group's words
+    # all surely accepted or rejected; ~3% of groups at n ~ 2**17 are not, and are read word
+    # by word), or word by word everywhere; looked-up places come from a permutation held as
+    # offsets from arange(n).
+    was = _shuffle._set_simd(simd)
+    try:
+        ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        places = np.array(data.draw(st.lists(st.integers(-1, n - 1), max_size=200)), np.int64)
+        expect = numpys.permutation(n)
+        got = _shuffle.permutation(ours, n, places, _mode=mode)
+        assert np.array_equal(got, np.where(places >= 0, expect[np.maximum(places, 0)], -1))
+        assert _same_state(ours, numpys)
+        ours = np.random.default_rng(seed)
+        assert np.array_equal(_shuffle.permutation(ours, n, _mode=mode), expect)
+        assert _same_state(ours, numpys)
+    finally:
+        _shuffle._set_simd(was)
+
+
 # ---- the draw queue (naive, py1br): a helper thread makes the draws, or the caller does ----
 
 
