@@ -890,97 +890,6 @@ cdef extern from *:
     #endif
     }
 
-    /* Fisher-Yates's draws for n samples (n <= 2**32) from the reader, as
-       ss_fisher_yates_i64 makes them: the mask is fixed while i keeps its bit length, so the
-       loop carries only i (a compare and a subtract per word). The accepted draw for each i
-       goes to j[i] unless j is NULL (a node nobody wants: only the count of words read matters,
-       so whole blocks are read at once, ss_skip_blocks). The callers pass j as a constant or
-       not, so each gets its own copy inlined. */
-    #if defined(__GNUC__) || defined(__clang__)
-    #define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
-    #else
-    #define SS_ALWAYS_INLINE static inline
-    #endif
-    /* The reader's next 32-bit word (low half of a raw, then its high half, as NumPy's
-       next_uint32 buffers it), for loops that keep the reader's fields in locals. */
-    SS_ALWAYS_INLINE uint32_t ss_word(ss_raw *r, const uint64_t **buf, int64_t *pos,
-                                      int64_t *end, int *hh, uint32_t *half) {
-        if (*hh) {
-            *hh = 0;
-            return *half;
-        }
-        if (*pos == *end) {
-            r->pos = *pos; ss_refill(r);
-            *buf = r->buf; *pos = r->pos; *end = r->end;
-        }
-        uint64_t raw = (*buf)[(*pos)++];
-        *hh = 1; *half = (uint32_t)(raw >> 32);
-        return (uint32_t)raw;
-    }
-    SS_ALWAYS_INLINE void ss_fy_words(ss_raw *r, uint32_t *j, int64_t n) {
-        int64_t i = n - 1;
-        const uint64_t *buf = r->buf;
-        int64_t pos = r->pos, end = r->end;
-        int hh = r->has_half;
-        uint32_t half = r->half;
-        while (i > 0) {
-            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
-            /* Skipping: a block from i > least never reaches low (i falls by <= SS_BLOCK). */
-            int64_t least = mask <= 0x7FFFFFFFu ? (int64_t)low + SS_BLOCK - 1 : INT64_MAX;
-            while (i > (int64_t)low) {
-                if (j == NULL && i > least && !hh && end - pos >= SS_BLOCK / 2) {
-                    int64_t nb = (i - least - 1) / SS_BLOCK + 1;
-                    int64_t room = (end - pos) / (SS_BLOCK / 2);
-                    nb = nb < room ? nb : room;
-                    i = ss_skip_blocks(buf + pos, mask, i, nb);
-                    pos += nb * (SS_BLOCK / 2);
-                    continue;
-                }
-                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
-                uint64_t v = (uint64_t)w & mask;
-                if (j != NULL) j[i] = (uint32_t)v;
-                i -= (int64_t)(v <= (uint64_t)i);
-            }
-        }
-        r->pos = pos; r->has_half = hh; r->half = half;
-    }
-
-    /* ss_fy_words for a drawn span (j given): a raw's two words in one step, the buffered
-       half taken only where a mask starts (no test per word of which half is next, nor of j). */
-    static inline void ss_fy_draws(ss_raw *r, uint32_t *j, int64_t n) {
-        int64_t i = n - 1;
-        const uint64_t *buf = r->buf;
-        int64_t pos = r->pos, end = r->end;
-        int hh = r->has_half;
-        uint32_t half = r->half;
-        while (i > 0) {
-            uint64_t mask = ss_mask((uint64_t)i), v;
-            int64_t low = (int64_t)(mask >> 1);
-            if (hh) {
-                hh = 0;
-                v = (uint64_t)half & mask;
-                j[i] = (uint32_t)v;
-                i -= (int64_t)(v <= (uint64_t)i);
-                continue;
-            }
-            while (i > low) {
-                if (pos == end) {
-                    r->pos = pos; ss_refill(r);
-                    buf = r->buf; pos = r->pos; end = r->end;
-                }
-                uint64_t raw = buf[pos++];
-                v = raw & mask;
-                j[i] = (uint32_t)v;
-                i -= (int64_t)(v <= (uint64_t)i);
-                if (i <= low) { hh = 1; half = (uint32_t)(raw >> 32); break; }
-                v = (raw >> 32) & mask;
-                j[i] = (uint32_t)v;
-                i -= (int64_t)(v <= (uint64_t)i);
-            }
-        }
-        r->pos = pos; r->has_half = hh; r->half = half;
-    }
-
     /* ---- Fisher-Yates draws a group at a time (x86-64 with AVX2, found at run time) ----
        As for skipping (ss_skip_blocks), a group of SS_GROUP words read from i = i0 meets i in
        [i0 - SS_GROUP + 1, i0] (mask fixed): a masked word <= i0 - SS_GROUP + 1 is accepted and
@@ -1042,9 +951,142 @@ cdef extern from *:
         *groups = g;
         return t;
     }
+    /* ss_skip_blocks a group at a time (the count of words read is all that matters): ng
+       groups from i, under the same guarantees as ss_fy_groups. A group that is not sure is
+       read word by word. Returns i after them. */
+    __attribute__((target("avx2,popcnt")))
+    static int64_t ss_skip_groups(const uint64_t *raws, uint32_t mask, int64_t i, int64_t ng) {
+        const __m256i m = _mm256_set1_epi32((int)mask);
+        for (int64_t g = 0; g < ng; g++, raws += SS_GROUP / 2) {
+            const __m256i hi = _mm256_set1_epi32((int)i);
+            const __m256i lo = _mm256_set1_epi32((int)(i - SS_GROUP + 1));
+            __m256i unsure = _mm256_setzero_si256();
+            int acc = 0;
+            for (int k = 0; k < SS_GROUP / 8; k++) {
+                __m256i w = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(raws + 4 * k)), m);
+                __m256i over_lo = _mm256_cmpgt_epi32(w, lo);
+                unsure = _mm256_or_si256(unsure,
+                                         _mm256_andnot_si256(_mm256_cmpgt_epi32(w, hi), over_lo));
+                acc += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(over_lo)));
+            }
+            if (_mm256_testz_si256(unsure, unsure)) {
+                i -= acc;
+                continue;
+            }
+            for (int k = 0; k < SS_GROUP / 2; k++) {
+                i -= (int64_t)((raws[k] & mask) <= (uint64_t)i);
+                i -= (int64_t)(((raws[k] >> 32) & mask) <= (uint64_t)i);
+            }
+        }
+        return i;
+    }
     #else
     static void ss_simd_init(void) {}
     #endif
+
+    /* Fisher-Yates's draws for n samples (n <= 2**32) from the reader, as
+       ss_fisher_yates_i64 makes them: the mask is fixed while i keeps its bit length, so the
+       loop carries only i (a compare and a subtract per word). The accepted draw for each i
+       goes to j[i] unless j is NULL (a node nobody wants: only the count of words read matters,
+       so whole blocks are read at once, ss_skip_blocks). The callers pass j as a constant or
+       not, so each gets its own copy inlined. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
+    #else
+    #define SS_ALWAYS_INLINE static inline
+    #endif
+    /* The reader's next 32-bit word (low half of a raw, then its high half, as NumPy's
+       next_uint32 buffers it), for loops that keep the reader's fields in locals. */
+    SS_ALWAYS_INLINE uint32_t ss_word(ss_raw *r, const uint64_t **buf, int64_t *pos,
+                                      int64_t *end, int *hh, uint32_t *half) {
+        if (*hh) {
+            *hh = 0;
+            return *half;
+        }
+        if (*pos == *end) {
+            r->pos = *pos; ss_refill(r);
+            *buf = r->buf; *pos = r->pos; *end = r->end;
+        }
+        uint64_t raw = (*buf)[(*pos)++];
+        *hh = 1; *half = (uint32_t)(raw >> 32);
+        return (uint32_t)raw;
+    }
+    SS_ALWAYS_INLINE void ss_fy_words(ss_raw *r, uint32_t *j, int64_t n) {
+        int64_t i = n - 1;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
+            /* Skipping: a block from i > least never reaches low (i falls by <= SS_BLOCK). */
+            int64_t least = mask <= 0x7FFFFFFFu ? (int64_t)low + SS_BLOCK - 1 : INT64_MAX;
+            while (i > (int64_t)low) {
+    #ifdef SS_HAVE_AVX2
+                /* Whole groups while i stays above low (as for blocks). */
+                if (j == NULL && ss_simd && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu && !hh
+                        && i > (int64_t)low + SS_GROUP - 1 && end - pos >= SS_GROUP / 2) {
+                    int64_t ng = (i - ((int64_t)low + SS_GROUP - 1) - 1) / SS_GROUP + 1;
+                    int64_t room = (end - pos) / (SS_GROUP / 2);
+                    ng = ng < room ? ng : room;
+                    i = ss_skip_groups(buf + pos, (uint32_t)mask, i, ng);
+                    pos += ng * (SS_GROUP / 2);
+                    continue;
+                }
+    #endif
+                if (j == NULL && i > least && !hh && end - pos >= SS_BLOCK / 2) {
+                    int64_t nb = (i - least - 1) / SS_BLOCK + 1;
+                    int64_t room = (end - pos) / (SS_BLOCK / 2);
+                    nb = nb < room ? nb : room;
+                    i = ss_skip_blocks(buf + pos, mask, i, nb);
+                    pos += nb * (SS_BLOCK / 2);
+                    continue;
+                }
+                uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
+                uint64_t v = (uint64_t)w & mask;
+                if (j != NULL) j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
+    /* ss_fy_words for a drawn span (j given): a raw's two words in one step, the buffered
+       half taken only where a mask starts (no test per word of which half is next, nor of j). */
+    static inline void ss_fy_draws(ss_raw *r, uint32_t *j, int64_t n) {
+        int64_t i = n - 1;
+        const uint64_t *buf = r->buf;
+        int64_t pos = r->pos, end = r->end;
+        int hh = r->has_half;
+        uint32_t half = r->half;
+        while (i > 0) {
+            uint64_t mask = ss_mask((uint64_t)i), v;
+            int64_t low = (int64_t)(mask >> 1);
+            if (hh) {
+                hh = 0;
+                v = (uint64_t)half & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                continue;
+            }
+            while (i > low) {
+                if (pos == end) {
+                    r->pos = pos; ss_refill(r);
+                    buf = r->buf; pos = r->pos; end = r->end;
+                }
+                uint64_t raw = buf[pos++];
+                v = raw & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+                if (i <= low) { hh = 1; half = (uint32_t)(raw >> 32); break; }
+                v = (raw >> 32) & mask;
+                j[i] = (uint32_t)v;
+                i -= (int64_t)(v <= (uint64_t)i);
+            }
+        }
+        r->pos = pos; r->has_half = hh; r->half = half;
+    }
+
 
     /* A draw queue's share of Fisher-Yates (ss_jq): up to room accepted draws from *pi down
        (i > 0 left), into dst, as ss_fisher_yates_i64 makes them (random_interval on bg without

@@ -365,12 +365,21 @@ def test_py2s_kernel_every_path(sizes, nc, seed, kind, mode, data):
             assert _same_state(f, tf) and _same_state(e, te)
 
 
+@pytest.fixture(params=[True, False], ids=["groups", "words"])
+def simd(request):
+    """Fisher-Yates words read (and counted) 64 at a time where the CPU can, or not at all."""
+    was = _shuffle._set_simd(request.param)
+    yield request.param
+    _shuffle._set_simd(was)
+
+
 @pytest.mark.parametrize("mode", [0, 2, 3])
 @pytest.mark.parametrize("algo", ["py1br", "py2s"])
-def test_large_views_take_the_raw_skip_and_helper_paths(algo, mode):
+def test_large_views_take_the_raw_skip_and_helper_paths(algo, mode, simd):
     # ~1.2M samples: bulk raw reads, count-only skips of whole nodes and of blocks/pieces
-    # (SSE block counting on long runs of words), the helper / second thread (mode 3 forces
-    # it; mode 0 takes it when a second core is there); places in one late node, and spread.
+    # (SSE block counting on long runs of words; py1br's 60k blocks are counted and drawn 64
+    # words at a time with AVX2), the helper / second thread (mode 3 forces it; mode 0 takes
+    # it when a second core is there); places in one late node, and spread.
     sizes = np.full(120, 10_000, np.int64)
     sizes[7] = 0
     nc, seed, block = 8, 2**33 + 5, 60_000
