@@ -2984,19 +2984,20 @@ cdef extern from *:
     static inline uint32_t ss_jr_next(ss_jr *c) {
         return ss_jr_more(c) ? ss_jq_at(c->q, c->pos++) : 0;
     }
-    /* Fisher-Yates of x[0..n) of T (Generator.shuffle's swaps, i = n-1 .. 1) with the draws
-       from the queue, each swap's far end prefetched (PREFETCH) PD swaps ahead. */
+    /* Fisher-Yates of x[0..n) of T (Generator.shuffle's swaps, i = n-1 .. 1; NAME_to: down
+       to lo + 1 only) with the draws from the queue, each swap's far end prefetched
+       (PREFETCH) PD swaps ahead. */
     #define SS_SWAP(T, x, a, k) do { T v_ = (x)[a]; (x)[a] = (x)[k]; (x)[k] = v_; } while (0)
     #define SS_JR_FY(NAME, T, PD, PREFETCH) SS_JR_FY_AS(NAME, T, PD, PREFETCH, SS_SWAP)
     #define SS_JR_FY_AS(NAME, T, PD, PREFETCH, SWAP)                                          \
-    static void NAME(ss_jr *c, T *x, int64_t n) {                                           \
+    static void NAME##_to(ss_jr *c, T *x, int64_t n, int64_t lo) {                           \
         /* (the ring in locals: stores to x may alias the queue's fields) */                 \
         const uint32_t *ring = c->q->ring;                                                   \
         const int64_t mask = c->q->mask;                                                     \
         int64_t i = n - 1;                                                                   \
-        while (i > 0 && ss_jr_more(c)) {                                                     \
+        while (i > lo && ss_jr_more(c)) {                                                    \
             int64_t cnt = c->made - c->pos, t, p = c->pos;                                   \
-            if (cnt > i) cnt = i;                                                            \
+            if (cnt > i - lo) cnt = i - lo;                                                  \
             for (t = 0; t < cnt; t++, p++) {                                                 \
                 if (t + PD < cnt) PREFETCH(&x[ring[(p + PD) & mask]]);                       \
                 int64_t a = i - t, k = ring[p & mask];                                       \
@@ -3004,7 +3005,8 @@ cdef extern from *:
             }                                                                                \
             c->pos += cnt; i -= cnt;                                                         \
         }                                                                                    \
-    }
+    }                                                                                        \
+    static inline void NAME(ss_jr *c, T *x, int64_t n) { NAME##_to(c, x, n, 0); }
     SS_JR_FY(ss_jr_fy, int64_t, SS_VD, SS_PREFETCH_W)
     /* Pass over m entries. */
     static void ss_jr_drop(ss_jr *c, int64_t m) {
@@ -3807,10 +3809,12 @@ cdef extern from *:
        swaps then overlap. Past 2**32 samples the first draws are random_interval's, made
        before the queue starts. */
     #define SS_PD 128
-    typedef struct { ss_raw *r; bitgen_t *bg; int64_t i; } ss_perm_src;
+    /* The draws for i down to lo + 1 (lo 0: all of them). */
+    typedef struct { ss_raw *r; bitgen_t *bg; int64_t i, lo; } ss_perm_src;
     static int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) {
         ss_perm_src *s = (ss_perm_src *)ctx;
-        return s->i > 0 ? ss_fy_produce(s->r, s->bg, &s->i, dst, room) : -1;
+        if (s->i <= s->lo) return -1;
+        return ss_fy_produce(s->r, s->bg, &s->i, dst, room < s->i - s->lo ? room : s->i - s->lo);
     }
     /* Read, then written, soon: into the L2 (measured here: better than into the L1 or
        non-temporal, 48-160 swaps ahead about alike). */
@@ -3843,9 +3847,9 @@ cdef extern from *:
         (x)[a] = vk_ - (T)(a); (x)[k] = va_ - (T)(k);                                        \
     } while (0)
     SS_JR_FY_AS(ss_jr_fy32_off, int32_t, SS_PD, SS_PREFETCH_M, SS_SWAP_OFF)
-    static int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n) {
+    static int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n, int64_t lo) {
         ss_jr jr = {q, 0, 0, 0};
-        ss_jr_fy32_off(&jr, x, n);
+        ss_jr_fy32_off_to(&jr, x, n, lo);
         ss_jq_finish(q, jr.pos);
         return jr.short_ ? -1 : 0;
     }
@@ -3868,9 +3872,10 @@ cdef extern from *:
         ss_raw *r
         bitgen_t *bg
         int64_t i
+        int64_t lo
     int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
     int ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
-    int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n) nogil
+    int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n, int64_t lo) nogil
     int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
                             int64_t *out) nogil
 
@@ -3911,7 +3916,18 @@ cdef void _note_queue(ss_jq *q):
     last_queue = (bool(q.helped), bool(q.taken))
 
 
-def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
+cdef int64_t _draws_floor(const int64_t[::1] places, int64_t n) noexcept:
+    """Where a permutation's draws may stop for these places: place ``p`` is final after
+    Fisher-Yates' step ``i = p`` (place 0 after step 1), so the steps down to the least place
+    are needed and no others (with no non-negative place, none)."""
+    cdef int64_t least = n, k
+    for k in range(places.shape[0]):
+        if 0 <= places[k] < least:
+            least = places[k]
+    return max(least - 1, 0)
+
+
+def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _mode=0):
     """``rng.permutation(n)`` (the same array, ``rng`` left in the same state), or its values at
     some places only.
 
@@ -3923,6 +3939,11 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
             offsets from ``arange(n)`` (zeros to start with: nothing to lay out).
         out (NDArray[np.int64], optional): With ``places``: where the values go (as long; may
             be ``places`` itself). Defaults to a new array.
+        exact (bool): Leave ``rng`` where ``rng.permutation(n)`` would. With ``places`` below
+            ``2**31`` samples and ``exact=False``, the draws stop once the smallest place is
+            final (Fisher-Yates fixes place ``i`` at its step ``i``, from ``n - 1`` down; later
+            steps never touch it): a share of the epoch's last places is drawn in a fraction
+            of the time, and ``rng`` is left somewhere else. Defaults to ``True``.
         _mode (int): Tests only: as ``shuffle_nodes`` (0 picks, 1 generic, 2 raw, 3 raw with
             a helper thread making the draws, 4 as 3 with a helper that stalls and is taken
             over; 3 and 4 take the generic path for other bit generators).
@@ -3959,10 +3980,14 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, int _mode=0):
             src.r = rd.reader()
             src.bg = rd.bg
             src.i = min(n - 1, 0xFFFFFFFF)
-            _open_queue(&q, ss_perm_produce, &src, n, n <= (1 << 32), _mode, _NAIVE_RING)
+            src.lo = 0
+            if small and not exact:
+                src.lo = _draws_floor(pl, n)
+            _open_queue(&q, ss_perm_produce, &src, src.i - src.lo, n <= (1 << 32), _mode,
+                        _NAIVE_RING)
             with nogil:
                 if small:
-                    short = ss_permutation32_off(&q, &x32[0] if n else NULL, n)
+                    short = ss_permutation32_off(&q, &x32[0] if n else NULL, n, src.lo)
                 else:
                     short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
         finally:

@@ -11,7 +11,8 @@ keep their index order, where the reference's unstable ``argsort`` is platform-d
 
 ``shuffle_places`` looks up one worker's places of the shuffle without holding the whole epoch's
 shuffle for ``py1s``/``py1e``/``py1br``/``py2s`` (memory: about one canonical node); for
-``naive`` the permutation is drawn whole (in int32 below ``2**31`` samples) and looked up.
+``naive`` the permutation is drawn (in int32 below ``2**31`` samples) down to the least place
+wanted and looked up.
 
 The assignment of shards to canonical nodes is fixed over a run (seeded by ``seed``); the order
 within each canonical node changes every epoch (seeded by ``seed + epoch``).
@@ -425,7 +426,9 @@ def shuffle_places(
     share of a quarter of the epoch or more builds the whole shuffle and indexes it. ``py1br``
     and ``py2s`` work the same way at any share (``_shuffle.py1br_places``/``py2s_places``:
     blocks, shards and pieces without wanted places are only drawn past); ``naive`` draws the
-    whole permutation, then looks the places up (``_shuffle.permutation``).
+    permutation down to the least wanted place only (Fisher-Yates fixes the places from the
+    last one down, so the later draws cannot change them), then looks the places up
+    (``_shuffle.permutation``).
 
     ``places`` may be given as a function computing them: for ``py1s`` it is called once a
     scout (``_shuffle.Scout``) is reading the epoch's first draws on a second core, so the
@@ -526,13 +529,14 @@ def _view_naive(
     places: NDArray[np.int64],
     overwrite: bool,
 ) -> NDArray[np.int64]:
-    # The whole permutation is drawn (in int32 below 2**31 samples), then looked up.
+    # The permutation is drawn (in int32 below 2**31 samples) down to the least place wanted
+    # (Fisher-Yates fixes its places from the last one down), then looked up.
     n = int(_as_sizes(shard_sizes).sum())
     _check_args(num_canonical_nodes, seed, epoch)
     if len(places) == n and _plan.is_arange(places):
         return get_shuffle_naive(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
     out = _out_for(places, overwrite)
-    return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out)
+    return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out, exact=False)
 
 
 def _view_py1br(

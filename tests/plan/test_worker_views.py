@@ -83,15 +83,15 @@ def _twin_py2s(sizes, nc, seed, epoch):
     return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
 
 
-def _twin_permutation(rng, n):
+def _twin_permutation(rng, n, stop=0):
     """Generator.permutation(n) from the bit generator's raw outputs, in Python: arange, then
-    for i = n-1 .. 1 a 32-bit word (the low half of a raw, then its buffered high half) masked
-    to i's bit length, rejected while above i; swap."""
+    for i = n-1 .. 1 (or down to stop + 1) a 32-bit word (the low half of a raw, then its
+    buffered high half) masked to i's bit length, rejected while above i; swap."""
     bit = rng.bit_generator
     state = bit.state
     has, half = state["has_uint32"], state["uinteger"]
     x = np.arange(n, dtype=np.int64)
-    for i in range(n - 1, 0, -1):
+    for i in range(n - 1, stop, -1):
         mask = (1 << i.bit_length()) - 1
         while True:
             if has:
@@ -540,6 +540,32 @@ def test_permutation_groups_and_offsets(n, seed, mode, simd, data):
         assert _same_state(ours, numpys)
     finally:
         _shuffle._set_simd(was)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.one_of(st.integers(0, 3000), st.integers(65_537, 300_000)),
+    seed=seeds_st,
+    mode=st.sampled_from([0, 2, 3]),
+    data=st.data(),
+)
+def test_permutation_stops_at_the_least_place(n, seed, mode, data):
+    # With exact=False the draws stop once the least place is final (its own step: place p
+    # at i = p, place 0 at i = 1): the values are the permutation's, and the generator is
+    # where a Fisher-Yates stopped there leaves it, so no further draw was made.
+    high = st.integers(max(0, n - 1 - data.draw(st.integers(0, 2000))), n - 1) if n else st.nothing()
+    picks = st.lists(st.one_of(st.just(-1), high, st.integers(0, max(n - 1, 0)) if n else
+                               st.nothing()), max_size=40)
+    places = np.array(data.draw(picks), np.int64)
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    expect = np.random.default_rng(seed).permutation(n)
+    got = _shuffle.permutation(ours, n, places, exact=False, _mode=mode)
+    assert np.array_equal(got, _look_up(expect, places))
+    valid = places[places >= 0]
+    least = int(valid.min()) if len(valid) else n
+    partial = _twin_permutation(twin, n, max(least - 1, 0))
+    assert _same_state(ours, twin)
+    assert np.array_equal(partial[valid], expect[valid])
 
 
 # ---- the draw queue (naive, py1br): a helper thread makes the draws, or the caller does ----
