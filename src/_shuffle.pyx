@@ -916,6 +916,23 @@ cdef extern from *:
         __builtin_cpu_init();
         ss_simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
     }
+    /* One group's words read at i: w[k] the masked words of its vector k, acc[k] the lanes
+       of those surely accepted; returns whether every word is sure (accepted or rejected). */
+    __attribute__((target("avx2,popcnt")))
+    static inline int ss_group_read(const uint64_t *raws, __m256i m, int64_t i, __m256i *w,
+                                    unsigned *acc) {
+        const __m256i hi = _mm256_set1_epi32((int)i);
+        const __m256i lo = _mm256_set1_epi32((int)(i - SS_GROUP + 1));
+        __m256i unsure = _mm256_setzero_si256();
+        for (int k = 0; k < SS_GROUP / 8; k++) {
+            w[k] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(raws + 4 * k)), m);
+            __m256i over_lo = _mm256_cmpgt_epi32(w[k], lo);
+            unsure = _mm256_or_si256(unsure,
+                                     _mm256_andnot_si256(_mm256_cmpgt_epi32(w[k], hi), over_lo));
+            acc[k] = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(over_lo)) & 0xFFu;
+        }
+        return _mm256_testz_si256(unsure, unsure);
+    }
     /* Groups from *pi into dst while each is sure: stops before the first that is not, or
        after most groups. The caller guarantees, for every group it allows: mask < 2**31
        (signed compares), i - SS_GROUP >= low (i keeps its mask), SS_GROUP / 2 raws at raws
@@ -927,18 +944,9 @@ cdef extern from *:
         const __m256i m = _mm256_set1_epi32((int)mask);
         int64_t i = *pi, t = 0, g, most = *groups;
         for (g = 0; g < most; g++, raws += SS_GROUP / 2) {
-            const __m256i hi = _mm256_set1_epi32((int)i);
-            const __m256i lo = _mm256_set1_epi32((int)(i - SS_GROUP + 1));
-            __m256i w[SS_GROUP / 8], unsure = _mm256_setzero_si256();
+            __m256i w[SS_GROUP / 8];
             unsigned acc[SS_GROUP / 8];
-            for (int k = 0; k < SS_GROUP / 8; k++) {
-                w[k] = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(raws + 4 * k)), m);
-                __m256i over_lo = _mm256_cmpgt_epi32(w[k], lo);
-                unsure = _mm256_or_si256(unsure,
-                                         _mm256_andnot_si256(_mm256_cmpgt_epi32(w[k], hi), over_lo));
-                acc[k] = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(over_lo)) & 0xFFu;
-            }
-            if (!_mm256_testz_si256(unsure, unsure)) break;
+            if (!ss_group_read(raws, m, i, w, acc)) break;
             for (int k = 0; k < SS_GROUP / 8; k++) {
                 __m256i idx = _mm256_cvtepu8_epi32(
                     _mm_loadl_epi64((const __m128i *)ss_pack_lut[acc[k]]));
@@ -958,25 +966,14 @@ cdef extern from *:
     static int64_t ss_skip_groups(const uint64_t *raws, uint32_t mask, int64_t i, int64_t ng) {
         const __m256i m = _mm256_set1_epi32((int)mask);
         for (int64_t g = 0; g < ng; g++, raws += SS_GROUP / 2) {
-            const __m256i hi = _mm256_set1_epi32((int)i);
-            const __m256i lo = _mm256_set1_epi32((int)(i - SS_GROUP + 1));
-            __m256i unsure = _mm256_setzero_si256();
-            int acc = 0;
-            for (int k = 0; k < SS_GROUP / 8; k++) {
-                __m256i w = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(raws + 4 * k)), m);
-                __m256i over_lo = _mm256_cmpgt_epi32(w, lo);
-                unsure = _mm256_or_si256(unsure,
-                                         _mm256_andnot_si256(_mm256_cmpgt_epi32(w, hi), over_lo));
-                acc += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(over_lo)));
-            }
-            if (_mm256_testz_si256(unsure, unsure)) {
-                i -= acc;
+            __m256i w[SS_GROUP / 8];
+            unsigned acc[SS_GROUP / 8];
+            if (ss_group_read(raws, m, i, w, acc)) {
+                for (int k = 0; k < SS_GROUP / 8; k++) i -= __builtin_popcount(acc[k]);
                 continue;
             }
-            for (int k = 0; k < SS_GROUP / 2; k++) {
-                i -= (int64_t)((raws[k] & mask) <= (uint64_t)i);
-                i -= (int64_t)(((raws[k] >> 32) & mask) <= (uint64_t)i);
-            }
+            for (int b = 0; b < SS_GROUP / SS_BLOCK; b++)
+                i = ss_block_exact(raws + b * (SS_BLOCK / 2), mask, i);
         }
         return i;
     }
@@ -1105,6 +1102,9 @@ cdef extern from *:
         int64_t pos = r->pos, end = r->end;
         int hh = r->has_half;
         uint32_t half = r->half;
+    #ifdef SS_HAVE_AVX2
+        int plain = 0;  /* words to read one by one before groups are tried again */
+    #endif
         while (t < room) {
             uint64_t mask = ss_mask((uint64_t)i), low = mask >> 1;
             int64_t stop = t + (i - (int64_t)low);  /* draws while i keeps its bit length */
@@ -1112,27 +1112,17 @@ cdef extern from *:
             while (t < stop) {
     #ifdef SS_HAVE_AVX2
                 /* Whole groups while i stays above low, with room and raws for them. */
-                if (ss_simd && !hh && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu
+                if (!plain && ss_simd && !hh && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu
                         && stop - t >= SS_GROUP && end - pos >= SS_GROUP / 2) {
                     int64_t want = (stop - t) / SS_GROUP, raws = (end - pos) / (SS_GROUP / 2);
                     int64_t most = want < raws ? want : raws;
                     want = most;
                     t += ss_fy_groups(buf + pos, (uint32_t)mask, &i, &most, dst + t);
                     pos += most * (SS_GROUP / 2);
-                    if (most < want) {  /* a group that is not sure: read word by word */
-                        for (int k = 0; k < SS_GROUP / 2; k++) {
-                            uint64_t raw = buf[pos++], v = raw & mask;
-                            int ok = v <= (uint64_t)i;
-                            dst[t] = (uint32_t)v;
-                            t += ok; i -= ok;
-                            v = (raw >> 32) & mask;
-                            ok = v <= (uint64_t)i;
-                            dst[t] = (uint32_t)v;
-                            t += ok; i -= ok;
-                        }
-                    }
+                    if (most < want) plain = SS_GROUP;  /* a group not sure: word by word */
                     continue;
                 }
+                if (plain > 0) plain--;
     #endif
                 uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
                 uint64_t v = (uint64_t)w & mask;
