@@ -3873,10 +3873,12 @@ cdef extern from *:
 # Draws from which a draw queue's helper thread makes them on a second core (as the raws'
 # helper, _helper_min_raws: ~0.7 raws a draw).
 _queue_min_draws = 700_000
-# The most entries of a helped queue's ring. naive's runs ahead while the caller lays out its
-# 40 MB arange (a 1M ring measured ~2 ms slower at 1e7); py1br's caller needs its block sizes
-# only once its helper reaches a wanted node (64K-4M alike).
-_NAIVE_RING = 1 << 22
+# The most entries of a helped queue's ring. naive's caller swaps from the start (its array
+# is zeros, nothing to lay out), so a ring of fresh pages the helper faults in costs more than
+# running far ahead gains (1e7, medians: 4M 48-50 ms, 1M 38-45, 512K 40-44, 256K 42-47);
+# py1br's caller needs its block sizes only once its helper reaches a wanted node (64K-4M
+# alike).
+_NAIVE_RING = 1 << 20
 _PY1BR_RING = 1 << 18
 # The last draw queue's fate, for tests: (helper started, consumer took it over).
 last_queue = (False, False)
