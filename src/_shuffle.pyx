@@ -2830,8 +2830,10 @@ cdef extern from *:
     /* A draw source: the reader r (PCG64 raws; bg is then a bitgen_t over it) or bg itself. */
     #if defined(__GNUC__) || defined(__clang__)
     #define SS_PREFETCH_W(p) __builtin_prefetch((p), 1, 0)
+    #define SS_PREFETCH_R(p) __builtin_prefetch((p), 0, 3)
     #else
     #define SS_PREFETCH_W(p) ((void)0)
+    #define SS_PREFETCH_R(p) ((void)0)
     #endif
     #define SS_VD 32  /* swaps ahead whose far end is prefetched (blocks outgrow the L2) */
     /* Generator.shuffle of x[0..n) (n <= 2**32 with a reader): all draws first (j[1..n)),
@@ -3284,7 +3286,11 @@ cdef extern from *:
         for (c = 0; c <= last && c < nodes; c++) {
             const int64_t *vals = f->fx + f->fxoff[c];
             if (f->fxoff[c] < 0) continue;
-            for (e = want_bounds[c]; e < want_bounds[c + 1]; e++) {
+            /* A node's layout is MBs and the places land anywhere in it: each look-up's line
+               is fetched SS_VD look-ups ahead, so the misses overlap. */
+            int64_t ez = want_bounds[c + 1];
+            for (e = want_bounds[c]; e < ez; e++) {
+                if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
                 int64_t i = ss_v_at(o32, o64, e);
                 out[i] = vals[out[i]];
             }
