@@ -405,14 +405,13 @@ cdef extern from *:
             p->state[s] = SP_FILLING; p->start[s] = at; p->size[s] = SP_RAWS; p->stale[s] = 0;
             __atomic_store_n(&p->done[s], 0, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&p->mu);
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
+            int64_t t0 = ss_now_ns();
             int64_t made = ss_fill(p->gen[g], p->bufs + (int64_t)s * SP_RAWS, SP_RAWS,
                                    &p->done[s], &p->stop);
-            clock_gettime(CLOCK_MONOTONIC, &t1);
+            int64_t took = ss_now_ns() - t0;
             pthread_mutex_lock(&p->mu);
             int cpu = SS_CPU();
-            if ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec) > SP_SLOW_NS
+            if (took > SP_SLOW_NS
                     || (cpu >= 0 && cpu == p->r_cpu)) {
                 /* Descheduled, or on the reader's core, again and again: the reader goes on
                    alone, reading what is made. (Once is a blip: compute threads here see gaps
@@ -567,16 +566,23 @@ cdef extern from *:
         return 0;
     }
 
+    /* Tell a helper thread to stop (its flag set under its mutex, its condition broadcast)
+       and join it; *started is cleared. */
+    static void ss_stop_join(pthread_mutex_t *mu, pthread_cond_t *cv, int *stop, pthread_t th,
+                             int *started) {
+        pthread_mutex_lock(mu);
+        __atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+        pthread_cond_broadcast(cv);
+        pthread_mutex_unlock(mu);
+        pthread_join(th, NULL);
+        *started = 0;
+    }
+
     /* Stop and join the helper. The reader's buffer stays valid until ss_pref_free. */
     static void ss_pref_stop(ss_raw *r) {
         ss_pref *p = r->pref;
         if (p == NULL || !p->started) return;
-        pthread_mutex_lock(&p->mu);
-        __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        pthread_join(p->th, NULL);
-        p->started = 0;
+        ss_stop_join(&p->mu, &p->cv, &p->stop, p->th, &p->started);
     }
 
     static void ss_pref_free(ss_raw *r) {
@@ -735,13 +741,7 @@ cdef extern from *:
 
     /* Stop and join the helper: the producer is the consumer's from here on. */
     static void ss_jq_halt(ss_jq *q) {
-        if (!q->started) return;
-        pthread_mutex_lock(&q->mu);
-        __atomic_store_n(&q->stop, 1, __ATOMIC_RELAXED);
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
-        pthread_join(q->th, NULL);
-        q->started = 0;
+        if (q->started) ss_stop_join(&q->mu, &q->cv, &q->stop, q->th, &q->started);
     }
 
     static void ss_jq_close(ss_jq *q) {
@@ -901,6 +901,8 @@ cdef extern from *:
     /* The least mask groups are read at: below it most groups would not be sure (a group is
        not sure with probability ~SS_GROUP**2 / (mask + 1)). */
     #define SS_GROUP_MASK 0xFFFFu
+    /* Whether words at this mask are read in groups (signed 32-bit compares: mask < 2**31). */
+    #define SS_GROUPS_AT(mask) (ss_simd && (mask) >= SS_GROUP_MASK && (mask) <= 0x7FFFFFFFu)
     static int ss_simd = 0;
     static uint8_t ss_pack_lut[256][8];  /* lanes of mask m's set bits, in order */
     #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(SS_NO_SIMD)
@@ -1021,7 +1023,7 @@ cdef extern from *:
             while (i > (int64_t)low) {
     #ifdef SS_HAVE_AVX2
                 /* Whole groups while i stays above low (as for blocks). */
-                if (j == NULL && ss_simd && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu && !hh
+                if (j == NULL && SS_GROUPS_AT(mask) && !hh
                         && i > (int64_t)low + SS_GROUP - 1 && end - pos >= SS_GROUP / 2) {
                     int64_t ng = (i - ((int64_t)low + SS_GROUP - 1) - 1) / SS_GROUP + 1;
                     int64_t room = (end - pos) / (SS_GROUP / 2);
@@ -1112,8 +1114,8 @@ cdef extern from *:
             while (t < stop) {
     #ifdef SS_HAVE_AVX2
                 /* Whole groups while i stays above low, with room and raws for them. */
-                if (!plain && ss_simd && !hh && mask >= SS_GROUP_MASK && mask <= 0x7FFFFFFFu
-                        && stop - t >= SS_GROUP && end - pos >= SS_GROUP / 2) {
+                if (!plain && SS_GROUPS_AT(mask) && !hh && stop - t >= SS_GROUP
+                        && end - pos >= SS_GROUP / 2) {
                     int64_t want = (stop - t) / SS_GROUP, raws = (end - pos) / (SS_GROUP / 2);
                     int64_t most = want < raws ? want : raws;
                     want = most;
@@ -2851,11 +2853,10 @@ cdef extern from *:
             int64_t k = j[i], t = x[i]; x[i] = x[k]; x[k] = t;
         }
     }
-    /* Fisher-Yates's draws for n samples, made and dropped: only counted from a reader; from a
-       bit generator they are drawn on scratch (n entries, its values meaningless). */
-    static inline void ss_v_skip(ss_raw *r, bitgen_t *bg, int64_t *scratch, uint32_t *j,
-                                 int64_t n) {
-        if (r != NULL) ss_fisher_yates_skip(r, n); else ss_fisher_yates_i64(bg, scratch, j, n);
+    /* Fisher-Yates's draws for n samples, made and dropped (only counted from a reader). */
+    static void ss_fy_drop(ss_raw *r, bitgen_t *bg, int64_t n) {
+        if (r != NULL) { ss_fisher_yates_skip(r, n); return; }
+        for (int64_t i = n - 1; i > 0; i--) random_interval(bg, (uint64_t)i);
     }
     static inline int64_t ss_v_integer(bitgen_t *bg, int64_t low, int64_t high) {
         uint64_t v;
@@ -3006,11 +3007,6 @@ cdef extern from *:
             int64_t cnt = c->made - c->pos < m ? c->made - c->pos : m;
             c->pos += cnt; m -= cnt;
         }
-    }
-    /* Fisher-Yates's draws for n samples, made and dropped (only counted from a reader). */
-    static void ss_fy_drop(ss_raw *r, bitgen_t *bg, int64_t n) {
-        if (r != NULL) { ss_fisher_yates_skip(r, n); return; }
-        for (int64_t i = n - 1; i > 0; i--) random_interval(bg, (uint64_t)i);
     }
     /* A block of a node: from the blocks' end so far and its drawn size. */
     static inline void ss_br_block(int64_t end, int64_t size, int64_t st, int64_t start,
@@ -3187,7 +3183,7 @@ cdef extern from *:
             }
         }
         /* The layout's shards after the last node (empty ones: no draws), as NumPy makes. */
-        for (; fs < nshards; fs++) ss_v_skip(fr, fbg, s->fx, s->j, ssizes[fs]);
+        for (; fs < nshards; fs++) ss_fy_drop(fr, fbg, ssizes[fs]);
     }
 
     /* ---- py2s with places wanted: the run's draws and the epoch's on two threads ----
@@ -3220,7 +3216,7 @@ cdef extern from *:
                     break;
                 }
             if (!need) {
-                ss_v_skip(f->r, f->bg, f->scratch, f->j, n);
+                ss_fy_drop(f->r, f->bg, n);
             } else {
                 int64_t b = f->sbegins[k];
                 for (i = 0; i < n; i++) f->scratch[i] = b + i;
@@ -3263,7 +3259,7 @@ cdef extern from *:
             s->pstarts[m] = off;
             int64_t ea = want_bounds[c], ez = want_bounds[c + 1];
             if (ea == ez) {
-                for (q = 0; q < m; q++) ss_v_skip(er, ebg, s->buf, s->j, psize[pa + s->perm[q]]);
+                for (q = 0; q < m; q++) ss_fy_drop(er, ebg, psize[pa + s->perm[q]]);
                 continue;
             }
             e = ss_v_bucket(want, o32, o64, ea, ez, f->L0[c], f->L1[c], s->pstarts, m, s->cnt,
@@ -3271,7 +3267,7 @@ cdef extern from *:
             if (e >= 0) { bad = e; break; }
             for (q = 0; q < m; q++) {
                 int64_t p = pa + s->perm[q], n = psize[p], i;
-                if (s->cnt[q + 1] == s->cnt[q]) { ss_v_skip(er, ebg, s->buf, s->j, n); continue; }
+                if (s->cnt[q + 1] == s->cnt[q]) { ss_fy_drop(er, ebg, n); continue; }
                 for (i = 0; i < n; i++) s->buf[i] = i;
                 ss_v_fy(er, ebg, s->buf, s->j, n);
                 int64_t base = s->pstarts[q], src = pstart[p] - f->L0[c];
@@ -3799,8 +3795,9 @@ cdef extern from *:
     /* ---- naive: Generator.permutation(n) = arange(n) then Fisher-Yates, i = n-1 .. 1 ----
        The draws come through a draw queue (ss_jq): 32-bit words from the reader while i fits
        in 32 bits, masked and rejected as random_interval does (random_interval itself on bg
-       without a reader), made by a helper thread on a second core while the caller lays out
-       arange(n) and then swaps. The swaps prefetch the positions SS_PD draws ahead: over an
+       without a reader), made by a helper thread on a second core while the caller swaps
+       (after laying out arange(n) for the whole permutation; a looked-up one starts from
+       zeros, below). The swaps prefetch the positions SS_PD draws ahead: over an
        epoch-sized array nearly every swap misses the caches, and the misses of independent
        swaps then overlap. Past 2**32 samples the first draws are random_interval's, made
        before the queue starts. */
