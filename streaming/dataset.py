@@ -14,7 +14,7 @@ import mmap
 import os
 import warnings
 from collections import OrderedDict, deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from math import ceil
 from typing import Any, Callable, Iterator, Sequence
@@ -36,6 +36,7 @@ from streaming.plan import (
 )
 from streaming.plan import resample_streams as plan_resample_streams
 from streaming.plan_file import load_or_compute_plan
+from streaming.registry import construct_from_registry
 from streaming.run_state import RunState
 from streaming.spanner import Spanner
 from streaming.storage.cache import CacheEntry, ShardCache, runtime_dir
@@ -196,7 +197,8 @@ class StreamingDataset(Array, IterableDataset):
         else:
             config = dict(stream_config or {})
             config.update(default)
-            streams = [streams_registry.get(stream_name)(**config)]
+            streams = [construct_from_registry(stream_name, streams_registry,
+                                               partial_function=False, kwargs=config)]
             streams[0].apply_default(default)
         Stream.validate_weights(streams)
         self.streams = list(streams)
@@ -568,6 +570,23 @@ class StreamingDataset(Array, IterableDataset):
         for shard_id, entry in enumerate(self._cache.entries):
             if entry.key == key:
                 self._forget(shard_id)
+
+    def on_exception(self, future: Future) -> None:
+        """Raise the exception a background task ended with, if any (the reference's callback).
+
+        Prefetching here does not need it (a shard whose background preparation failed is
+        prepared again by the iterating thread, which raises); it is kept for code that hands
+        its own futures to it.
+
+        Args:
+            future (Future): The finished task.
+
+        Raises:
+            Exception: The task's exception.
+        """
+        exception = future.exception()
+        if exception:
+            raise exception
 
     def _forget(self, shard_id: int) -> None:
         self._ready.discard(shard_id)

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from streaming.constant import DEFAULT_TIMEOUT
 from streaming.format import get_index_basename, reader_from_json
 from streaming.locks import FileLock
+from streaming.registry import create_registry
 from streaming.world import World
 
 __all__ = ["DEFAULT_TIMEOUT", "Stream", "streams_registry"]
@@ -485,45 +486,7 @@ class Stream:
         return os.stat(os.path.join(self.local, self.split, get_index_basename())).st_size
 
 
-def _make_registry() -> Any:
-    """The reference's ``streams_registry`` (a catalogue registry when available)."""
-    try:
-        from streaming.registry_utils import create_registry  # type: ignore[import-not-found]
-    except ImportError:
-        return _SimpleRegistry()
-    return create_registry("streaming", "streams_registry", generic_type=type[Stream],
-                           entry_points=True,
-                           description="The streams registry is used for registering Stream "
-                           "classes.")
-
-
-class _SimpleRegistry:
-    """A minimal name -> Stream class registry (register/get/__contains__/get_all)."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, Any] = {}
-
-    def register(self, name: str, func: Any = None) -> Any:
-        if func is None:
-            def deco(f: Any) -> Any:
-                self._items[name] = f
-                return f
-            return deco
-        self._items[name] = func
-        return func
-
-    def get(self, name: str) -> Any:
-        if name not in self._items:
-            raise KeyError(f"'{name}' is not registered in streams_registry; registered: "
-                           f"{sorted(self._items)}")
-        return self._items[name]
-
-    def get_all(self) -> dict[str, Any]:
-        return dict(self._items)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._items
-
-
-streams_registry = _make_registry()
+streams_registry = create_registry(
+    "streaming", "streams_registry", generic_type=type[Stream], entry_points=True,
+    description="The streams registry is used for registering Stream classes.")
 streams_registry.register("stream", func=Stream)

@@ -16,11 +16,9 @@ _SURFACE = json.loads(
 )
 
 # Internals of the reference's POSIX shared-memory coordination, which this package replaces by
-# files in the cache directory, and its catalogue-based registry helpers (streams_registry here is
-# a plain registry); see docs/compatibility.md.
+# files in the cache directory; see docs/compatibility.md.
 _NOT_PROVIDED = {
     "streaming.base.shared.array", "streaming.base.shared.barrier", "streaming.base.shared.scalar",
-    "streaming.base.registry_utils",
 }
 _NOT_PROVIDED_NAMES = {"SharedArray", "SharedBarrier", "SharedScalar", "get_shm_prefix"}
 
