@@ -522,7 +522,7 @@ class StreamingDataset(Array, IterableDataset):
         spec = self._plan_spec()
         if spec.batching_method == "random":
             # Each worker maps only its own ids through the shuffle: cheaper than reading every
-            # worker's plan, so nothing is shared (see docs/design-notes.md).
+            # worker's plan, so nothing is shared (see docs/compatibility.md, "Epoch plan").
             return worker_plan(spec, *shape, epoch, sample_in_epoch, world.node,
                                world.rank_of_node, world.worker_of_rank)
         # The other batching methods need the whole epoch's plan: compute it once per node.
