@@ -103,9 +103,26 @@ class XSVReader(SplitTextReader):
 
         Returns:
             Dict[str, Any]: Sample dict.
+
+        Raises:
+            ValueError: The sample does not end with the shard's newline or does not have one
+                field per column: the index's ``newline``/``separator`` do not match the data
+                (the reference would cut it blindly and drop or garble columns).
         """
-        text = data.decode("utf-8")[: -len(self.newline)]
-        parts = text.split(self.separator)
+        text = data.decode("utf-8")
+        if not text.endswith(self.newline):
+            raise ValueError(
+                f"{self._path(self.raw_data)}: sample {text[-40:]!r} does not end with the "
+                f"shard's newline {self.newline!r}; the index does not match the data"
+            )
+        parts = text[: len(text) - len(self.newline)].split(self.separator)
+        # A shard without columns holds empty lines.
+        if len(parts) != len(self._decoders) and (self._decoders or parts != [""]):
+            raise ValueError(
+                f"{self._path(self.raw_data)}: sample has {len(parts)} field(s) separated by "
+                f"{self.separator!r}, but the shard has {len(self._decoders)} column(s); the "
+                f"index does not match the data"
+            )
         return {name: decode(part) for (name, decode), part in zip(self._decoders, parts)}
 
 
