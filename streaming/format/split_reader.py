@@ -16,8 +16,8 @@ from streaming.format.split import read_offsets
 
 __all__ = ["SplitTextReader"]
 
-# Fields the reader constructors take as arguments, but that are not themselves constructor
-# arguments or are filled in by ``from_json``.
+# Entry fields that ``from_json`` consumes itself, and constructor arguments that come from its
+# caller rather than from the entry.
 _ENTRY_ONLY = frozenset({"version", "format"})
 _FROM_CALLER = frozenset({"self", "dirname", "split"})
 # Files that may be absent from an entry (no compression).
@@ -47,21 +47,23 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "separator": (lambda v: isinstance(v, str), "a string"),
 }
 
-# Reader class -> (fields its entries may have, fields they must have).
-_entry_fields: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
+# Reader class -> (fields its entries may have, or None for any; fields they must have).
+_entry_fields: dict[type, tuple[frozenset[str] | None, frozenset[str]]] = {}
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def _fields_of(cls: type) -> tuple[frozenset[str], frozenset[str]]:
-    """The fields a shard entry of ``cls`` may and must have: its constructor's arguments, which
-    is what the reference accepts (it passes the entry to the constructor as keywords)."""
+def _fields_of(cls: type) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The fields a shard entry of ``cls`` may (``None``: any) and must have: its constructor's
+    arguments, which is what the reference accepts (it passes the entry to the constructor as
+    keywords). A subclass whose constructor takes ``**kwargs`` accepts any field."""
     fields = _entry_fields.get(cls)
     if fields is None:
-        params = inspect.signature(cls.__init__).parameters
-        names = frozenset(params) - _FROM_CALLER
-        required = frozenset(
-            name for name in names if params[name].default is inspect.Parameter.empty
-        ) - _OPTIONAL
-        fields = _entry_fields[cls] = names | _ENTRY_ONLY, required | _ENTRY_ONLY
+        params = inspect.signature(cls.__init__).parameters.values()
+        named = [p for p in params if p.kind in _NAMED and p.name not in _FROM_CALLER]
+        required = frozenset(p.name for p in named if p.default is p.empty) - _OPTIONAL
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        allowed = None if takes_any else frozenset(p.name for p in named) | _ENTRY_ONLY
+        fields = _entry_fields[cls] = allowed, required | _ENTRY_ONLY
     return fields
 
 
@@ -105,7 +107,7 @@ class SplitTextReader(SplitReader):
         where = cls._entry_name(dirname, split, obj)
         validate_shard(obj, where)
         allowed, required = _fields_of(cls)
-        unknown = sorted(set(obj) - allowed)
+        unknown = sorted(set(obj) - allowed) if allowed is not None else []
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {unknown} for a {fmt} shard")
         missing = sorted(required - set(obj))

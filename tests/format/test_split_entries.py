@@ -107,6 +107,29 @@ def test_unknown_file_fields_name_index_and_shard(tmp_path, key) -> None:
         reader_from_json(out, None, bad)
 
 
+def test_subclass_fields_follow_its_constructor(tmp_path) -> None:
+    """The accepted fields are the reader's constructor arguments, so a subclass taking more
+    (or ``**kwargs``) reads entries carrying them."""
+    from streaming.format.json import JSONReader
+
+    class Tagged(JSONReader):
+        def __init__(self, *args, **kwargs) -> None:
+            self.extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("x_")}
+            super().__init__(*args, **kwargs)
+
+    class Strict(JSONReader):
+        def __init__(self, *, tag: str, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self.tag = tag
+
+    out = str(tmp_path)
+    good = _write(out, "json")
+    assert Tagged.from_json(out, None, {**good, "x_a": 1}).extra == {"x_a": 1}
+    assert Strict.from_json(out, None, {**good, "tag": "b"})[1] == SAMPLES[1]
+    with pytest.raises(ValueError, match=r"missing field\(s\) \['tag'\]"):
+        Strict.from_json(out, None, good)
+
+
 def test_zip_entries_may_be_absent(tmp_path) -> None:
     """Our readers always accepted entries without ``zip_data``/``zip_meta`` (no compression)."""
     out = str(tmp_path)
