@@ -308,7 +308,8 @@ class StreamingDataset(Array, IterableDataset):
             entries.append(CacheEntry(
                 key=raws[0], raw_files=raws, zip_files=zips, raw_size=shard.get_raw_size(),
                 zip_size=(shard.get_zip_size() or 0) if zips else 0,
-                keep_zip=bool(stream.safe_keep_zip), evictable=stream.is_remote))
+                keep_zip=bool(stream.safe_keep_zip), evictable=stream.is_remote,
+                dirname=dirname))
         return entries
 
     # -- per-process state (never pickled) ------------------------------------------------------

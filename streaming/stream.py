@@ -239,6 +239,24 @@ class Stream:
                 os.path.abspath(os.path.join(self.local, self.split))
         return True
 
+    def _local_path(self, basename: str) -> str:
+        """The path of a dataset file in the local cache directory.
+
+        Args:
+            basename (str): The file's name in the index.
+
+        Returns:
+            str: Its local path.
+
+        Raises:
+            ValueError: ``basename`` would reach outside the directory (the index is validated
+                when loaded; this guards every path the stream writes or deletes).
+        """
+        from streaming.format.index import validate_basename
+
+        dirname = os.path.join(self.local, self.split)
+        return os.path.join(dirname, validate_basename(basename, dirname))
+
     def _download_file(self, from_basename: str, to_basename: str | None = None) -> str:
         """Safely download a file from remote to local cache.
 
@@ -251,10 +269,11 @@ class Stream:
 
         Raises:
             FileNotFoundError: There is no remote and the file is not local.
+            ValueError: The basename would reach outside the local directory.
         """
         from streaming.storage.download import download
 
-        local = os.path.join(self.local, self.split, to_basename or from_basename)
+        local = self._local_path(to_basename or from_basename)
         if self.remote is None:
             if not os.path.isfile(local):
                 raise FileNotFoundError(f"{local}: not found locally and no `remote` is set")
@@ -325,21 +344,15 @@ class Stream:
         """Raise if ``validate_hash`` is set and the file does not match the index."""
         if not self.validate_hash:
             return
-        from streaming.format.hashing import get_hash
+        from streaming.format.shard_files import verify_hash
 
-        if self.validate_hash not in info.hashes:
-            raise ValueError(
-                f"Hash algorithm `{self.validate_hash}` chosen for data validation does not "
-                f"match with those provided during dataset creation "
-                f"`{sorted(info.hashes.keys())}`. Provide one of those.")
         if data is None:
             with open(filename, "rb") as f:
                 data = f.read()
-        if get_hash(self.validate_hash, data) != info.hashes[self.validate_hash]:
-            raise ValueError(f"Checksum failure: {filename}")
+        verify_hash(filename, data, self.validate_hash, info)
 
     def _decompress_shard_part(self, zip_info: Any, zip_filename: str, raw_filename: str,
-                               compression: str | None) -> None:
+                               compression: str | None, raw_info: Any = None) -> None:
         """Validate and decompress shard data (atomically: raw appears only when complete).
 
         Args:
@@ -347,23 +360,18 @@ class Stream:
             zip_filename (str): Compressed filename.
             raw_filename (str): Decompressed filename.
             compression (str, optional): Compression algorithm.
+            raw_info (FileInfo, optional): Decompressed file info: the codec stops beyond its
+                ``bytes`` and the output must be exactly that size.
 
         Raises:
-            ValueError: Checksum failure, or the output is not the size the index says.
+            ValueError: Checksum failure, corrupt compressed data, or the output is not the size
+                the index says (each naming the file).
         """
-        from streaming.format.compression import decompress
-        from streaming.storage.atomic import atomic_file
+        from streaming.format.shard_files import decompress_shard
 
-        with open(zip_filename, "rb") as f:
-            data = f.read()
-        self._check_hash(zip_info, zip_filename, data)
-        raw = decompress(compression, data)
-        with atomic_file(raw_filename) as (fd, _):
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view):]
-        if not self.safe_keep_zip:
-            os.remove(zip_filename)
+        decompress_shard(zip_filename, raw_filename, compression,
+                         validate_hash=self.validate_hash, zip_info=zip_info, raw_info=raw_info,
+                         keep_zip=self.safe_keep_zip)
 
     def _prepare_shard_part(self, raw_info: Any, zip_info: Any = None,
                             compression: str | None = None) -> int:
@@ -378,20 +386,20 @@ class Stream:
             int: Change in cache usage.
         """
         delta = 0
-        dirname = os.path.join(self.local, self.split)
-        raw_filename = os.path.join(dirname, raw_info.basename)
+        raw_filename = self._local_path(raw_info.basename)
         if os.path.isfile(raw_filename):
             if zip_info and not self.safe_keep_zip:
-                zip_filename = os.path.join(dirname, zip_info.basename)
+                zip_filename = self._local_path(zip_info.basename)
                 if os.path.isfile(zip_filename):
                     os.remove(zip_filename)
                     delta -= zip_info.bytes
         elif zip_info:
-            zip_filename = os.path.join(dirname, zip_info.basename)
+            zip_filename = self._local_path(zip_info.basename)
             if not os.path.isfile(zip_filename):
                 self._download_file(zip_info.basename)
                 delta += zip_info.bytes
-            self._decompress_shard_part(zip_info, zip_filename, raw_filename, compression)
+            self._decompress_shard_part(zip_info, zip_filename, raw_filename, compression,
+                                        raw_info)
             delta += raw_info.bytes
             if not self.safe_keep_zip:
                 delta -= zip_info.bytes
@@ -432,8 +440,11 @@ class Stream:
 
         Raises:
             RuntimeError: No remote and no local index.
-            ValueError: The index is corrupt or of an unsupported version.
+            ValueError: The index is corrupt or of an unsupported version, or a shard entry is
+                malformed (a basename escaping the directory, a bad size or field...), naming
+                the index file and the shard.
         """
+        from streaming.format.index import validate_index
 
         basename = get_index_basename()
         filename = os.path.join(self.local, self.split, basename)
@@ -454,6 +465,9 @@ class Stream:
         if not isinstance(obj, dict) or obj.get("version") != 2:
             version = obj.get("version") if isinstance(obj, dict) else None
             raise ValueError(f"Unsupported streaming data version: {version}. Expected version 2.")
+        # The index comes from the network: check every entry (types, sizes, basenames that
+        # would escape the cache directory) before anything is downloaded, written or deleted.
+        validate_index(obj, filename)
         shards = []
         for info in obj["shards"]:
             shard = reader_from_json(self.local, self.split, info)

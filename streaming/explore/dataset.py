@@ -314,7 +314,7 @@ class DatasetView:
 
     def _fetch(self, info: ShardInfo) -> str:
         """Make the shard's raw files present under the cache dir; return that root."""
-        from streaming.format.compression import decompress
+        from streaming.format.shard_files import decompress_shard_data
         from streaming.storage.atomic import atomic_file
         from streaming.storage.download import download
         from streaming.storage.filesystem import join_url
@@ -341,10 +341,7 @@ class DatasetView:
                                  f"{stored['bytes']:,}")
             self._check_hash(data, stored, source)
             if zipped:
-                data = decompress(info.compression, data, max_size=raw["bytes"])
-                if len(data) != raw["bytes"]:
-                    raise ValueError(f"{source}: decompresses to {len(data):,} bytes, index.json "
-                                     f"says {raw['bytes']:,}")
+                data = decompress_shard_data(source, info.compression, data, raw["bytes"])
             if zipped or source != target:
                 with atomic_file(target) as (fd, _):
                     view = memoryview(data)

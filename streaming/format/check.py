@@ -63,7 +63,8 @@ def verify_dataset(
 
     For each shard: its files exist (raw or compressed form), have the sizes and hashes the index
     records, and the sample count stored in the shard (the MDS data file's or the JSON/XSV meta
-    file's first word) equals the index's.
+    file's first word) equals the index's. A compressed file holding the count must decompress
+    to the raw size the index records.
 
     Args:
         root (str): Dataset directory.
@@ -79,7 +80,7 @@ def verify_dataset(
         FileNotFoundError: No index.
         ValueError: The index is malformed.
     """
-    from streaming.format.compression import decompress
+    from streaming.format.shard_files import decompress_shard_data
 
     dirname, index = _load(root, split)
     problems: list[str] = []
@@ -121,7 +122,13 @@ def verify_dataset(
                     head = fp.read(4)
             else:
                 with open(path, "rb") as fp:
-                    head = decompress(shard["compression"], fp.read())[:4]
+                    data = fp.read()
+                try:
+                    head = decompress_shard_data(path, shard["compression"], data,
+                                                 raw["bytes"])[:4]
+                except ValueError as err:  # corrupt: a problem to report, not a crash
+                    problems.append(str(err))
+                    continue
             if len(head) < 4:
                 problems.append(f"{path}: too short to hold a sample count")
             elif _count_of(head) != shard["samples"]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib
+import io
 from typing import Any, Iterator
 
 __all__ = [
@@ -89,11 +90,14 @@ class Compression:
         Args:
             data (bytes): Compressed data.
             max_size (int, optional): If given, refuse to produce more than this many bytes
-                (guards against decompression bombs). Not every codec can stop early; all of
-                them check the result.
+                (guards against decompression bombs): the built-in codecs stop after at most
+                ``max_size + 1`` bytes of output (brotli before 1.2 only checks the result).
 
         Returns:
             bytes: Decompressed data.
+
+        Raises:
+            ValueError: The output would be larger than ``max_size``.
         """
         raise NotImplementedError
 
@@ -113,7 +117,30 @@ class Brotli(LevelledCompression):
         return _import("brotli", "brotli").compress(bytes(data), quality=self.level)
 
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
-        return _checked(_import("brotli", "brotli").decompress(bytes(data)), max_size)
+        brotli = _import("brotli", "brotli")
+        if max_size is None:
+            return brotli.decompress(bytes(data))
+        decompressor = brotli.Decompressor()
+        limit = max_size + 1
+        try:
+            out = [decompressor.process(bytes(data), output_buffer_limit=limit)]
+        except TypeError:  # brotli < 1.2 cannot cap its output: check what it made
+            return _checked(brotli.decompress(bytes(data)), max_size)
+        total = len(out[0])
+        # The limit is soft (the output grows in blocks), and a capped call leaves the rest of
+        # the output inside the decompressor until it is asked again with no input.
+        while (total <= max_size and not decompressor.is_finished()
+               and not decompressor.can_accept_more_data()):
+            chunk = decompressor.process(b"", output_buffer_limit=limit - total)
+            if not chunk:
+                break
+            out.append(chunk)
+            total += len(chunk)
+        if total > max_size:
+            raise ValueError(f"compressed data expands beyond {max_size} bytes")
+        if not decompressor.is_finished():
+            raise ValueError("brotli data is truncated")
+        return b"".join(out)
 
 
 class Bzip2(LevelledCompression):
@@ -129,7 +156,9 @@ class Bzip2(LevelledCompression):
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
         if max_size is None:
             return bz2.decompress(data)
-        return _bounded(bz2.BZ2Decompressor(), data, max_size)
+        # The file reader reads concatenated streams like bz2.decompress, but stops at the cap.
+        with bz2.BZ2File(io.BytesIO(data)) as reader:
+            return _read_capped(reader, max_size)
 
 
 class Gzip(LevelledCompression):
@@ -143,7 +172,11 @@ class Gzip(LevelledCompression):
         return gzip.compress(data, self.level)
 
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
-        return _checked(gzip.decompress(data), max_size)
+        if max_size is None:
+            return gzip.decompress(data)
+        # Reads concatenated members and raises the same errors as gzip.decompress.
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as reader:
+            return _read_capped(reader, max_size)
 
 
 class Snappy(Compression):
@@ -155,12 +188,40 @@ class Snappy(Compression):
         return _import("snappy", "snappy").compress(bytes(data))
 
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
-        return _checked(_import("snappy", "snappy").decompress(bytes(data)), max_size)
+        snappy = _import("snappy", "snappy")
+        if max_size is not None:
+            # Snappy's output is exactly the length its preamble declares, and the decompressor
+            # allocates that much up front (up to 4 GiB): refuse before decompressing.
+            declared = _snappy_length(data)
+            if declared is not None and declared > max_size:
+                raise ValueError(f"snappy data declares {declared} bytes, more than {max_size}")
+        return _checked(snappy.decompress(bytes(data)), max_size)
+
+
+def _snappy_length(data: bytes) -> int | None:
+    """The uncompressed length a raw snappy block declares (its varint preamble), if readable."""
+    length = 0
+    for i, byte in enumerate(bytes(data[:5])):
+        length |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            return length
+    return None
 
 
 def _checked(out: bytes, max_size: int | None) -> bytes:
     if max_size is not None and len(out) > max_size:
         raise ValueError(f"compressed data expands to {len(out)} bytes, more than {max_size}")
+    return out
+
+
+def _read_capped(reader: Any, max_size: int) -> bytes:
+    """Read a decompressing file object to its end, refusing output beyond ``max_size`` bytes.
+
+    At most ``max_size + 1`` bytes are ever decompressed, so a bomb costs no more than that.
+    """
+    out = reader.read(max_size + 1)
+    if len(out) > max_size:
+        raise ValueError(f"compressed data expands beyond {max_size} bytes")
     return out
 
 
@@ -184,24 +245,18 @@ class Zstandard(LevelledCompression):
             declared = zstandard.frame_content_size(data)
         except zstandard.ZstdError as err:
             raise ValueError(f"not zstd data: {err}") from err
-        if max_size is not None and declared > max_size:
+        if max_size is None:
+            # Handles frames without a declared size and concatenated frames.
+            obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+            return obj.decompress(data)
+        if declared > max_size:
             raise ValueError(f"zstd frame declares {declared} bytes, more than {max_size}")
-        # A stream reader handles frames without a declared size and concatenated frames.
-        obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
-        return _checked(obj.decompress(data), max_size)
-
-
-def _bounded(obj: Any, data: bytes, max_size: int | None) -> bytes:
-    """Run an incremental decompressor, refusing output beyond ``max_size`` bytes."""
-    if max_size is None:
-        return obj.decompress(data)
-    try:
-        out = obj.decompress(data, max_size + 1)
-    except TypeError:  # decompressor without a max_length argument
-        out = obj.decompress(data)
-    if len(out) > max_size:
-        raise ValueError(f"compressed data expands beyond {max_size} bytes")
-    return out
+        # A frame need not declare its size (and later frames are not looked at above): read
+        # through a stream reader that stops at the cap. It does not complain about a truncated
+        # frame; callers that know the exact size check it.
+        reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+        with reader:
+            return _read_capped(reader, max_size)
 
 
 # Compression algorithm families (extension -> class).
@@ -244,7 +299,8 @@ def is_compression(algo: str | None) -> bool:
     Returns:
         bool: Whether supported.
     """
-    return algo in _algorithms
+    # Names come from untrusted indexes: anything but a string (a list, a dict) is no codec.
+    return isinstance(algo, str) and algo in _algorithms
 
 
 def _get(algo: str) -> Compression:

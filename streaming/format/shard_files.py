@@ -1,6 +1,8 @@
 """Shard files in the local cache: verify a downloaded file's hash, decompress a shard atomically.
 
 These are what the cache calls after a download; the formats' readers then map the raw files.
+Every decompression of a shard file goes through :func:`decompress_shard_data`, which bounds the
+output by the raw size the index declares and names the file in every error.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, Mapping, Union
 from streaming.format.compression import decompress
 from streaming.format.hashing import get_hash
 
-__all__ = ["decompress_shard", "verify_hash"]
+__all__ = ["decompress_shard", "decompress_shard_data", "verify_hash"]
 
 
 def _hashes_of(info: Any) -> Mapping[str, str]:
@@ -45,6 +47,52 @@ def verify_hash(filename: str, data: Union[bytes, memoryview], algo: str, info: 
         )
     if get_hash(algo, data) != hashes[algo]:
         raise ValueError(f"Checksum failure: {filename}")
+
+
+def _size_of(info: Any) -> int | None:
+    if info is None:
+        return None
+    return info["bytes"] if isinstance(info, Mapping) else info.bytes
+
+
+def decompress_shard_data(
+    filename: str, compression: str | None, data: Union[bytes, memoryview],
+    raw_size: int | None,
+) -> bytes:
+    """Decompress the contents of a compressed shard file, checking the result's size.
+
+    The codec stops once it has produced more than ``raw_size`` bytes, so a decompression bomb
+    costs at most that much memory.
+
+    Args:
+        filename (str): The compressed file the data came from, named in errors.
+        compression (str, optional): The shard's compression (``zstd``, ``gz:9``...).
+        data (bytes): The compressed file's contents.
+        raw_size (int, optional): The decompressed size the index declares (``raw_data.bytes``
+            or ``raw_meta.bytes``); ``None`` neither bounds nor checks the output.
+
+    Returns:
+        bytes: The decompressed data.
+
+    Raises:
+        ValueError: The data is corrupt, is not ``compression`` data, or does not decompress to
+            ``raw_size`` bytes (each naming the file).
+        ImportError: The codec's optional library is not installed.
+    """
+    try:
+        raw = decompress(compression, data, max_size=raw_size)
+    except ImportError:
+        raise
+    except (ValueError, OSError, EOFError, zlib.error, MemoryError) as err:
+        raise ValueError(f"{filename}: corrupt {compression} data: {err}") from err
+    except Exception as err:  # codec-specific errors (zstd.ZstdError, brotli.error, ...)
+        raise ValueError(f"{filename}: corrupt {compression} data: {err!r}") from err
+    if raw_size is not None and len(raw) != raw_size:
+        raise ValueError(
+            f"{filename}: decompressed to {len(raw)} bytes, but the index says {raw_size}; the "
+            f"file is corrupt"
+        )
+    return raw
 
 
 def decompress_shard(
@@ -88,22 +136,7 @@ def decompress_shard(
         data = fp.read()
     if validate_hash:
         verify_hash(zip_path, data, validate_hash, zip_info)
-    expected = None
-    if raw_info is not None:
-        expected = raw_info["bytes"] if isinstance(raw_info, Mapping) else raw_info.bytes
-    try:
-        raw = decompress(compression, data, max_size=expected)
-    except ImportError:
-        raise
-    except (ValueError, OSError, EOFError, zlib.error, MemoryError) as err:
-        raise ValueError(f"{zip_path}: corrupt {compression} data: {err}") from err
-    except Exception as err:  # codec-specific errors (zstd.ZstdError, brotli.error, ...)
-        raise ValueError(f"{zip_path}: corrupt {compression} data: {err!r}") from err
-    if expected is not None and len(raw) != expected:
-        raise ValueError(
-            f"{zip_path}: decompressed to {len(raw)} bytes, but the index says {expected}; the "
-            f"file is corrupt"
-        )
+    raw = decompress_shard_data(zip_path, compression, data, _size_of(raw_info))
     with atomic_file(raw_path) as (fd, _):
         view = memoryview(raw)
         while view:

@@ -60,12 +60,17 @@ def read_offsets(meta_filename: str, data_filename: str, samples: int) -> NDArra
             not increasing or run past the end of the data file.
     """
     need = 4 * (samples + 2)
+    head = b""
     with open(meta_filename, "rb") as fp:
-        head = fp.read(need)
-    if len(head) < need:
+        # The sample count comes from the index: check it against the file before allocating.
+        found = os.fstat(fp.fileno()).st_size
+        if need <= found:
+            head = fp.read(need)
+            found = len(head)  # less, if the file shrank meanwhile
+    if found < need:
         raise ValueError(
-            f"{meta_filename}: meta file is truncated (expected at least {need} bytes, found "
-            f"{len(head)}); delete it or re-download it"
+            f"{meta_filename}: meta file is truncated (expected at least {need} bytes for "
+            f"{samples} samples, found {found}); delete it or re-download it"
         )
     words = np.frombuffer(head, "<u4").astype(np.int64)
     if words[0] != samples:

@@ -90,6 +90,13 @@ class CacheEntry:
         zip_size (int): Bytes of the compressed files (0 if none).
         keep_zip (bool): Whether the compressed form stays once decompressed.
         evictable (bool): Whether a remote copy exists, so the files may be deleted.
+        dirname (str, optional): The cache directory the files belong to (the stream's
+            ``local/split``). Every file must lie inside it.
+
+    Raises:
+        ValueError: A file is not an absolute path, climbs with ``..``, or lies outside
+            ``dirname``: the cache deletes and overwrites these files, so it refuses to manage
+            anything else (the index's basenames are validated before, this is a second line).
     """
 
     key: str
@@ -99,6 +106,11 @@ class CacheEntry:
     zip_size: int
     keep_zip: bool
     evictable: bool
+    dirname: str | None = None
+
+    def __post_init__(self) -> None:
+        for path in (self.key, *self.files):
+            _check_inside(path, self.dirname)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -120,7 +132,34 @@ class CacheEntry:
         return self.raw_size * self.has_raw() + self.zip_size * self.has_zip()
 
 
+def _check_inside(path: str, dirname: str | None = None) -> None:
+    """Refuse a shard path that could reach outside its cache directory.
+
+    Lexical on purpose: what matters is where the index's basenames point, and a cache
+    directory may legitimately hold symlinks its user made.
+
+    Args:
+        path (str): A shard file's path.
+        dirname (str, optional): The cache directory it must lie in.
+
+    Raises:
+        ValueError: ``path`` is relative, is not normalized (``..``, ``.``, ``//``), or lies
+            outside ``dirname``.
+    """
+    if not os.path.isabs(path) or os.path.normpath(path) != path:
+        raise ValueError(f"{path}: refusing to manage a shard file that is not a normalized "
+                         f"absolute path (it could point outside the cache directory)")
+    if dirname is not None:
+        root = os.path.normpath(os.path.abspath(dirname))
+        if os.path.commonpath([root, path]) != root or path == root:
+            raise ValueError(f"{path}: refusing to manage a shard file outside the cache "
+                             f"directory {root}")
+
+
 def _remove_files(files: Sequence[str]) -> None:
+    # Paths also come back from the ledger: check them all again before deleting any.
+    for path in files:
+        _check_inside(path)
     for path in files:
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Union
 
 from streaming.format.base.reader import FileInfo
@@ -9,6 +10,20 @@ from streaming.format.split_reader import SplitTextReader
 from streaming.format.xsv.encodings import _encodings
 
 __all__ = ["XSVReader", "CSVReader", "TSVReader"]
+
+
+def _columns_problem(
+    column_names: list[str], column_encodings: list[str], separator: str, newline: str
+) -> str | None:
+    """What is wrong with an XSV shard's columns and delimiters, if anything."""
+    if not separator or not newline:
+        return f"separator and newline must be non-empty (got {separator!r}, {newline!r})"
+    unknown = [e for e in column_encodings if e not in _encodings]
+    if unknown or len(column_names) != len(column_encodings):
+        return f"bad columns {column_names} with encodings {column_encodings}"
+    if len(set(column_names)) != len(column_names):
+        return f"duplicate column names in {column_names}"
+    return None
 
 
 class XSVReader(SplitTextReader):
@@ -57,19 +72,28 @@ class XSVReader(SplitTextReader):
             dirname, split, compression, hashes, raw_data, raw_meta, samples, size_limit,
             zip_data, zip_meta,
         )
-        if not separator or not newline:
-            raise ValueError(f"{raw_data.basename}: separator and newline must be non-empty")
-        unknown = [e for e in column_encodings if e not in _encodings]
-        if unknown or len(column_names) != len(column_encodings):
-            raise ValueError(
-                f"{raw_data.basename}: bad columns {column_names} with encodings "
-                f"{column_encodings}"
-            )
+        problem = _columns_problem(column_names, column_encodings, separator, newline)
+        if problem:
+            raise ValueError(f"{os.path.join(dirname, self.split, raw_data.basename)}: {problem}")
         self.column_encodings = column_encodings
         self.column_names = column_names
         self.newline = newline
         self.separator = separator
         self._decoders = [(n, _encodings[e].decode) for n, e in zip(column_names, column_encodings)]
+
+    @classmethod
+    def _fields_problem(cls, obj: dict[str, Any]) -> str | None:
+        """What is wrong with the columns and delimiters of a shard entry, if anything.
+
+        Args:
+            obj (Dict[str, Any]): The shard entry (fields already of the right types).
+
+        Returns:
+            str | None: The problem, or ``None``.
+        """
+        separator = obj.get("separator", getattr(cls, "separator", ""))
+        return _columns_problem(obj["column_names"], obj["column_encodings"], separator,
+                                obj["newline"])
 
     def decode_sample(self, data: bytes) -> dict[str, Any]:
         """Decode a sample dict from bytes.
@@ -79,9 +103,26 @@ class XSVReader(SplitTextReader):
 
         Returns:
             Dict[str, Any]: Sample dict.
+
+        Raises:
+            ValueError: The sample does not end with the shard's newline or does not have one
+                field per column: the index's ``newline``/``separator`` do not match the data
+                (the reference would cut it blindly and drop or garble columns).
         """
-        text = data.decode("utf-8")[: -len(self.newline)]
-        parts = text.split(self.separator)
+        text = data.decode("utf-8")
+        if not text.endswith(self.newline):
+            raise ValueError(
+                f"{self._path(self.raw_data)}: sample {text[-40:]!r} does not end with the "
+                f"shard's newline {self.newline!r}; the index does not match the data"
+            )
+        parts = text[: len(text) - len(self.newline)].split(self.separator)
+        # A shard without columns holds empty lines.
+        if len(parts) != len(self._decoders) and (self._decoders or parts != [""]):
+            raise ValueError(
+                f"{self._path(self.raw_data)}: sample has {len(parts)} field(s) separated by "
+                f"{self.separator!r}, but the shard has {len(self._decoders)} column(s); the "
+                f"index does not match the data"
+            )
         return {name: decode(part) for (name, decode), part in zip(self._decoders, parts)}
 
 
