@@ -153,6 +153,16 @@ def test_fast_path_agrees_with_the_general_path(chunk) -> None:
     _assert_agree(*chunk)
 
 
+def test_a_chunk_of_blank_lines_has_no_rows(tmp_path) -> None:
+    # The general path (here: a json column the scanner does not read) made np.array([]), a
+    # float64 array, of an empty integer column, and rejected it as "non-integer values".
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"i": 1, "m": {}}\n\n \n')
+    names, encodings, sizes = ["i", "m"], ["int64", "json"], [8, None]
+    assert encode_rows([], names, encodings, sizes) == []
+    assert encode_jsonl_range(str(path), 18, 21, names, encodings, sizes) == []
+
+
 @pytest.mark.parametrize(
     ("text", "columns", "error"),
     [
