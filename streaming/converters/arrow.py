@@ -278,6 +278,10 @@ def _encode_values(name: str, encoding: str, items: list[Any]) -> list[bytes]:
 def _fixed_values(name: str, encoding: str, items: list[Any]) -> list[bytes]:
     """Encode a fixed-size numeric column of Python values through one NumPy array."""
     dtype = np.dtype(_FIXED[encoding])
+    if not items:
+        # No rows (a chunk of blank lines): np.array([]) is float64, which an integer column
+        # would reject as "non-integer values".
+        return []
     arr = np.array(items)
     if arr.ndim != 1 or arr.dtype.kind not in "biuf":
         return _encode_values(name, encoding, items)

@@ -135,14 +135,22 @@ def _scan_kind(encoding: str) -> int | None:
     return None
 
 
-def _exact_cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
-    """``values`` as ``dtype`` (little-endian), or ``None`` if some value would change."""
+def _exact_cast(values: np.ndarray, dtype: np.dtype, check: bool = True) -> np.ndarray | None:
+    """``values`` as ``dtype`` (little-endian), or ``None`` if ``check`` and some value changes.
+
+    A value changes when it is out of range, not an integer (for integer types), or not exactly
+    representable (float16/float32, which includes overflowing to infinity). The general path
+    raises for those, except in one case the caller knows about: scalar floats cast from a
+    column with a float literal in it (``check=False``), which it casts silently, as NumPy does.
+    """
     dtype = np.dtype(dtype).newbyteorder("<")
     if values.dtype == dtype:
         return values
     with np.errstate(all="ignore"):
         cast = values.astype(dtype)
-    if dtype.kind in "iu" and not np.array_equal(cast, values):
+    # Compared in float64 for float targets, as NumPy compares the general path's int64 or
+    # float64 values with their cast (the scanner declines NaN and infinity, so == is exact).
+    if check and not np.array_equal(cast, values):
         return None
     return cast
 
@@ -171,11 +179,14 @@ def encode_scanned(data: bytes, names: list[str], encodings: list[str],
     scanned = _jsonl.scan_jsonl(data, [n.encode() for n in names], kinds)
     if scanned is None:
         return None
-    count, columns = scanned
+    count, columns, ints_only = scanned
     parts: list[list[bytes]] = []
-    for enc, kind, col in zip(encodings, kinds, columns):
+    for enc, kind, col, only_ints in zip(encodings, kinds, columns, ints_only):
         if kind in (_jsonl.KIND_INT, _jsonl.KIND_FLOAT):
-            cast = _exact_cast(col, _FIXED[enc])
+            # The general path (encode_rows) makes one array of the chunk's values: int64 if
+            # they were all integer literals, and then checks that the cast keeps them; float64
+            # if any was a float literal, and then casts without a check.
+            cast = _exact_cast(col, _FIXED[enc], check=kind == _jsonl.KIND_INT or only_ints)
             if cast is None:
                 return None
             raw, item = cast.tobytes(), cast.dtype.itemsize
@@ -187,6 +198,7 @@ def encode_scanned(data: bytes, names: list[str], encodings: list[str],
             lengths = np.diff(offsets)
             if count and lengths.min() == 0:
                 return None  # empty arrays: the general path raises the reference's error
+            # The general path checks every list's cast, of ints or of floats alike.
             cast = _exact_cast(values, enc.split(":")[1])
             if cast is None:
                 return None

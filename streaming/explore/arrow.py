@@ -7,9 +7,11 @@ never unpickled. JSON and XSV shards are decoded by their reader and typed by Ar
 
 from __future__ import annotations
 
+import contextlib
 import io
+import struct
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -63,17 +65,32 @@ def split_mds_sample(info: ShardInfo, data: bytes) -> list[bytes]:
     return parts
 
 
-def _u32(data: bytes, pos: int) -> int:
-    return int.from_bytes(data[pos:pos + 4], "little")
+# What the converters below raise on corrupt bytes: ValueError and its subclasses
+# (UnicodeDecodeError, pyarrow.ArrowInvalid), struct.error, IndexError, decimal's errors.
+_CORRUPT = (ValueError, struct.error, IndexError, ArithmeticError)
 
 
 def _list_items(data: bytes, header: int) -> list[bytes]:
-    """Items of an MDS list encoding: ``[pad u32 if header==8][n u32][n x size u32][items]``."""
-    pos = header - 4
-    n = _u32(data, pos)
-    pos += 4
-    sizes = [_u32(data, pos + 4 * i) for i in range(n)]
-    pos += 4 * n
+    """Items of an MDS list encoding: ``[pad u32 if header==8][n u32][n x size u32][items]``.
+
+    The count and the sizes come from the shard, so they are checked against the bytes there
+    are before anything is built from them (a corrupt count of 4 billion would otherwise make
+    a 4-billion-entry list).
+
+    Raises:
+        ValueError: The header, the sizes or the items run past the end of ``data``.
+    """
+    if len(data) < header:
+        raise ValueError(f"list header needs {header} bytes, the value has {len(data)}")
+    n = int.from_bytes(data[header - 4:header], "little")
+    pos = header + 4 * n
+    if pos > len(data):
+        raise ValueError(f"a list of {n:,} items needs {pos:,} bytes for its sizes, "
+                         f"the value has {len(data):,}")
+    sizes = np.frombuffer(data, "<u4", n, header).tolist()
+    if pos + sum(sizes) > len(data):
+        raise ValueError(f"the list's items need {sum(sizes):,} bytes after their sizes, "
+                         f"the value has {len(data) - pos:,}")
     items = []
     for size in sizes:
         items.append(bytes(data[pos:pos + size]))
@@ -84,22 +101,46 @@ def _list_items(data: bytes, header: int) -> list[bytes]:
 def _pil_to_png(data: bytes) -> bytes:
     from streaming.format.mds.encodings import mds_decode
 
+    # PIL allocates the whole image before it finds the pixels missing, so bound the header's
+    # width and height by the pixel bytes there are (every mode takes at least a bit a pixel).
+    if len(data) < 12:
+        raise ValueError(f"pil: the value has {len(data)} bytes, its header takes 12")
+    width, height, mode_size = struct.unpack_from("<III", data)
+    pixel_bytes = len(data) - 12 - mode_size
+    if width * height > 8 * max(pixel_bytes, 0):
+        raise ValueError(f"pil: a {width}x{height} image, but {max(pixel_bytes, 0):,} bytes of "
+                         f"pixels")
     image = mds_decode("pil", data)
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
 
 
+def _fixed_values(encoding: str, parts: list[bytes], dtype: np.dtype) -> np.ndarray:
+    """Values of a fixed-size column as one flat array, each value checked to be its size.
+
+    (The sizes come from ``index.json``; a wrong one must not shift every value that follows.)
+    """
+    from streaming.format.mds.encodings import get_mds_encoded_size
+
+    size = get_mds_encoded_size(encoding)
+    wrong = {len(p) for p in parts} - {size}
+    if wrong:
+        raise ValueError(f"a value is {min(wrong)} bytes, {encoding} values take {size}")
+    return np.frombuffer(b"".join(parts), dtype)
+
+
 def _ndarray_column(encoding: str, parts: list[bytes]) -> pyarrow.Array:
     import pyarrow as pa
 
-    from streaming.format.mds.encodings import mds_decode
+    from streaming.format.mds.encodings import NDArray, get_coder, mds_decode
 
-    args = encoding.split(":")[1:]
-    dtype = args[0] if args else None
-    shape = tuple(int(x) for x in args[1].split(",")) if len(args) > 1 else None
+    coder = get_coder(encoding)
+    if not isinstance(coder, NDArray):
+        raise ValueError(f"unsupported encoding {encoding!r}")
+    dtype, shape = coder.dtype, coder.shape
     if dtype and shape:
-        flat = np.frombuffer(b"".join(parts), dtype)
+        flat = _fixed_values(encoding, parts, np.dtype(dtype).newbyteorder("<"))
         return pa.FixedShapeTensorArray.from_numpy_ndarray(flat.reshape((len(parts), *shape)))
     arrays = [mds_decode(encoding, p) for p in parts]
     shapes = pa.array([list(a.shape) for a in arrays], pa.list_(pa.int64()))
@@ -129,13 +170,17 @@ def mds_column(encoding: str, parts: list[bytes]) -> pyarrow.Array:
 
     Returns:
         pyarrow.Array: The column.
+
+    Raises:
+        ValueError: A value is corrupt: the wrong size for a fixed-size encoding, a list count
+            or size past the value's end, an image header larger than its pixels, bad text.
     """
     import pyarrow as pa
 
     base = encoding.split(":")[0]
     if base in _NUMERIC:
         dtype = np.dtype(_NUMERIC[base]).newbyteorder("<")
-        return pa.array(np.frombuffer(b"".join(parts), dtype))
+        return pa.array(_fixed_values(encoding, parts, dtype))
     if base == "str":
         return pa.array([bytes(p).decode("utf-8") for p in parts], pa.string())
     if base in ("bytes", "pkl", "jpeg", "png"):
@@ -190,6 +235,10 @@ def samples_to_table(info: ShardInfo, reader: Any, indices: Sequence[int], names
 
     Returns:
         pyarrow.Table: The table.
+
+    Raises:
+        ValueError: A value is corrupt (a size or count runs past its bytes, text is not UTF-8,
+            ...); the message names the shard and the column.
     """
     import pyarrow as pa
 
@@ -200,16 +249,37 @@ def samples_to_table(info: ShardInfo, reader: Any, indices: Sequence[int], names
         rows = [split_mds_sample(info, reader.get_sample_data(j)) for j in indices]
         for name in names:
             k = position[name]
-            array = mds_column(encodings[name], [row[k] for row in rows])
+            with _naming(info, name, encodings[name]):
+                array = mds_column(encodings[name], [row[k] for row in rows])
             arrays.append(array)
             fields.append(_field(name, array, encodings[name]))
     else:
         samples = [reader.get_item(j) for j in indices]
         for name in names:
-            array = pa.array([s[name] for s in samples])
+            with _naming(info, name, encodings.get(name, "")):
+                array = pa.array([s[name] for s in samples])
             arrays.append(array)
             fields.append(_field(name, array, encodings.get(name, "")))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+@contextlib.contextmanager
+def _naming(info: ShardInfo, name: str, encoding: str) -> Iterator[None]:
+    """Name the shard and column in errors raised while converting that column.
+
+    Errors that corrupt bytes cause become a ``ValueError`` naming them (chained to the
+    original, whose type was a detail of the converter); anything else (a user's encoding
+    raising its own error) keeps its type and gets a note, where Python has notes (3.11+).
+    """
+    where = f"{info.basename}: column {name!r} ({encoding})"
+    try:
+        yield
+    except _CORRUPT as err:
+        raise ValueError(f"{where}: {err}") from err
+    except Exception as err:
+        if hasattr(err, "add_note"):
+            err.add_note(f"while converting {where}")
+        raise
 
 
 def concat_tables(tables: list[pyarrow.Table]) -> pyarrow.Table:
