@@ -9,7 +9,9 @@ and a row is ``[sizes of the variable-size columns: u32 each] [column values in 
 
 The shard is untrusted input: :func:`check_shard` validates the whole offset table against the
 buffer size once, and :meth:`Columns.decode` re-checks the row's bounds and column sizes before it
-reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer.
+reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer. Sizes
+come from untrusted bytes or an untrusted index, so every bound is checked as ``size > limit - pos``
+(or the like), never as ``pos + size > limit``, which can wrap around and pass.
 """
 
 cimport numpy as cnp
@@ -68,10 +70,10 @@ def check_shard(const unsigned char[::1] buf not None, Py_ssize_t samples, str f
     n = _u32(&buf[0])
     if n != samples:
         raise ValueError(f"{filename}: shard holds {n} samples but the index says {samples}")
-    need = 4 + 4 * (n + 1)
-    if size < need:
+    if n > (size - 8) // 4:  # (4 + 4 * (n + 1) could wrap where Py_ssize_t is 32 bits)
         raise ValueError(f"{filename}: shard is truncated ({size} bytes, its offset table alone "
-                         f"needs {need}); delete it or re-download it")
+                         f"needs {4 * (<int64_t>n + 2)}); delete it or re-download it")
+    need = 4 + 4 * (n + 1)
     prev = need
     for i in range(n + 1):
         off = _u32(&buf[4 + 4 * i])
@@ -95,7 +97,9 @@ cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ss
     if idx < 0 or idx >= samples:
         raise IndexError(f"{filename}: relative sample index {idx} is out of range "
                          f"[0, {samples})")
-    if size < 4 + 4 * (idx + 2):
+    # The row's two offsets end at 4 + 4 * (idx + 2); computed that way it could wrap for a
+    # huge ``samples``.
+    if size < 12 or idx > (size - 12) // 4:
         raise ValueError(f"{filename}: shard is truncated (offset table cut short)")
     begin = _u32(buf + 4 + 4 * idx)
     end = _u32(buf + 8 + 4 * idx)
@@ -314,7 +318,7 @@ cdef class Columns:
 cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
                   Columns cols, str filename):
     cdef Py_ssize_t ncol = cols.fixed.shape[0]
-    cdef Py_ssize_t col, k = 0, size, pos, total = 0, num_var = cols.num_var
+    cdef Py_ssize_t col, k = 0, size, pos, num_var = cols.num_var
     cdef Py_ssize_t length = end - begin
     cdef const char* base = <const char*>buf + begin
     cdef int64_t kind
@@ -330,10 +334,10 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
         if size < 0:
             size = _u32(<const unsigned char*>base + 4 * k)
             k += 1
-        total = pos + size
-        if total > length:
+        # Not ``pos + size > length``: a huge fixed size from the index would wrap.
+        if size > length - pos:
             raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the "
-                             f"end of the sample ({total} > {length} bytes)")
+                             f"end of the sample ({pos} + {size} > {length} bytes)")
         kind = cols.kinds[col]
         if kind == 0:
             value = PyBytes_FromStringAndSize(base + pos, size)
@@ -347,7 +351,7 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
         else:
             value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
         out[cols.names[col]] = value
-        pos = total
+        pos += size
     return out
 
 

@@ -8,6 +8,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streaming.format import decompress_shard, reader_from_json, verify_hash
 from streaming.format.index import load_index, parse_index
@@ -74,10 +76,14 @@ def test_sample_count_mismatch(tmp_path) -> None:
 def test_column_sizes_inconsistent_with_row(tmp_path) -> None:
     out = _write(tmp_path / "d")
     info = _shard_info(out)
-    info["column_sizes"] = [None, None, 4000]  # claims a fixed size the rows don't have
+    info["column_sizes"] = [None, None, 40]  # claims a fixed size the rows don't have
     reader = reader_from_json(out, None, info)
     with pytest.raises(ValueError, match=r"shard\.00000\.mds.*runs past the end"):
         reader.get_item(0)
+    # So big that no shard of the declared size could hold the rows: refused from the index.
+    info["column_sizes"] = [None, None, 4000]
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds: 10 samples of at least 4008 bytes"):
+        reader_from_json(out, None, info)
 
 
 def test_corrupt_compressed_data(tmp_path) -> None:
@@ -196,6 +202,42 @@ def test_pickle_columns_refused_unless_allowed(tmp_path) -> None:
         reader.validate(allow_unsafe_types=False)
     reader.validate(allow_unsafe_types=True)
     assert reader[0]["obj"] == {"a": 1}
+
+
+# ---- sizes in the index that cannot be true ------------------------------------------------
+
+
+def _edit_index(out: str, **changes) -> None:
+    path = os.path.join(out, "index.json")
+    index = json.load(open(path))
+    index["shards"][0].update(changes)
+    json.dump(index, open(path, "w"))
+
+
+@pytest.mark.parametrize("size", [(1 << 63) - 1, 1 << 32, -1, True, 2.0])
+def test_impossible_column_size_is_refused(tmp_path, size) -> None:
+    # (1 << 63) - 1 wrapped the kernel's bounds check and crashed the process (segfault).
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"a": "int", "b": "str"}) as writer:
+        for i in range(4):
+            writer.write({"a": i, "b": "x"})
+    _edit_index(out, column_sizes=[size, None])
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds: column 'a' has invalid size"):
+        LocalDataset(out)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 64), st.integers(48, 4096))
+def test_fixed_sizes_must_fit_the_declared_shard(size, raw_bytes) -> None:
+    # (48 bytes hold the offset table of 10 samples: see the sample count tests below.)
+    info = _index_with(column_sizes=[size], samples=10,
+                       raw_data={"basename": "shard.00000.mds", "bytes": raw_bytes,
+                                 "hashes": {}})["shards"][0]
+    if 4 * (10 + 2) + 10 * size <= raw_bytes:
+        assert reader_from_json("d", None, info).column_sizes == [size]
+    else:
+        with pytest.raises(ValueError, match=r"d/shard\.00000\.mds: 10 samples of at least"):
+            reader_from_json("d", None, info)
 
 
 def test_missing_optional_libraries_name_the_extra(monkeypatch) -> None:

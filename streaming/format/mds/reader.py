@@ -38,6 +38,8 @@ MAX_OPEN_SHARDS = 1024
 _open_maps: OrderedDict[int, weakref.ref] = OrderedDict()
 # Bytes read in order that are unmapped at a time (see MDSReader.release_rows).
 RELEASE_BYTES = 1 << 20
+# A shard's offsets are uint32, so no column value (nor the whole shard) reaches 4 GiB.
+_MAX_COLUMN_SIZE = (1 << 32) - 1
 
 
 def _remember_open(reader: MDSReader) -> None:
@@ -103,8 +105,10 @@ class MDSReader(JointReader):
             coder = get_coder(encoding)
             if coder is None:
                 raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r}")
-            if size is not None and (not isinstance(size, int) or size < 0):
-                raise ValueError(f"{where}: column {name!r} has invalid size {size!r}")
+            if size is not None and (not isinstance(size, int) or isinstance(size, bool)
+                                     or not 0 <= size <= _MAX_COLUMN_SIZE):
+                raise ValueError(f"{where}: column {name!r} has invalid size {size!r} (a fixed "
+                                 f"size is an int from 0 to {_MAX_COLUMN_SIZE}, or null)")
             # Exact types: a user subclass may decode differently (the kernel cuts these itself;
             # it hands anything unusual back to ``coder.decode``).
             kind = {Bytes: _KIND_BYTES, Str: _KIND_STR, Int: _KIND_INT64,
@@ -113,6 +117,16 @@ class MDSReader(JointReader):
             kinds.append(kind)
             decoders.append(coder.decode)
             fixed.append(-1 if size is None else size)
+        # Every row holds the fixed-size columns and a uint32 size per variable one, after the
+        # header and offset table: sizes the index declares that cannot fit are corrupt.
+        row_min = sum(4 if size < 0 else size for size in fixed)
+        need = 4 * (int(samples) + 2) + int(samples) * row_min
+        if isinstance(raw_data.bytes, int) and need > raw_data.bytes:
+            raise ValueError(
+                f"{where}: {samples} samples of at least {row_min} bytes each (column sizes "
+                f"{column_sizes}) cannot fit in the shard's {raw_data.bytes} bytes; the index is "
+                f"corrupt"
+            )
         self._columns = _mds.Columns(tuple(column_names), np.array(kinds, np.int64),
                                      tuple(decoders), np.array(fixed, np.int64), tuple(arrays))
         self._filename = ""
