@@ -11,7 +11,7 @@ The shard is untrusted input: :func:`check_shard` validates the whole offset tab
 buffer size once, and :meth:`Columns.decode` re-checks the row's bounds and column sizes before it
 reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer. Sizes
 come from untrusted bytes or an untrusted index, so every bound is checked as ``size > limit - pos``
-(or the like), never as ``pos + size > limit``, which can wrap around and pass.
+(or by division), never as ``pos + size > limit``, which can wrap around and pass.
 """
 
 cimport numpy as cnp
@@ -209,21 +209,20 @@ cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder
                 dim = _u32(<const unsigned char*>p + pos) | \
                     (<uint64_t>_u32(<const unsigned char*>p + pos + 4) << 32)
             pos += width
-            if dim == 0 or dim > <uint64_t>size:
+            # count * dim <= size, checked without multiplying (which could wrap).
+            if dim == 0 or dim > <uint64_t>(size // count):
                 return decoder(PyBytes_FromStringAndSize(p, size))
             dims[i] = <cnp.npy_intp>dim
             count *= <Py_ssize_t>dim
-            if count > size:
-                return decoder(PyBytes_FromStringAndSize(p, size))
     else:
         ndim = len(shape)
         if ndim < 1 or ndim > _MAX_NDIM:
             return decoder(PyBytes_FromStringAndSize(p, size))
         for i in range(ndim):
-            dims[i] = <cnp.npy_intp>shape[i]
-            count *= dims[i]
-            if count > size:
+            dims[i] = <cnp.npy_intp>shape[i]  # (Columns checked that the product fits)
+            if dims[i] > size // count:  # count * dims[i] > size, without wrapping
                 return decoder(PyBytes_FromStringAndSize(p, size))
+            count *= dims[i]
     need = count * (<cnp.dtype>dtype).itemsize
     if need != size - pos:
         return decoder(PyBytes_FromStringAndSize(p, size))
@@ -274,9 +273,15 @@ cdef class Columns:
                         and (spec[1] is None or isinstance(spec[1], tuple))):
                     raise ValueError(f"Columns: ndarray column {col} needs a (dtype, shape) spec")
                 if spec[1] is not None:
+                    count = 1
                     for dim in spec[1]:
                         if not isinstance(dim, int) or dim < 1:
                             raise ValueError(f"Columns: ndarray column {col} has a bad shape")
+                        count *= dim
+                    # Every dim, and the product, must fit in an npy_intp.
+                    if count >= 1 << 63:
+                        raise ValueError(f"Columns: ndarray column {col} has too many elements "
+                                         f"({count})")
         self.names = names
         self.kinds = kinds
         self.decoders = decoders

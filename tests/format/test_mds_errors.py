@@ -240,6 +240,17 @@ def test_fixed_sizes_must_fit_the_declared_shard(size, raw_bytes) -> None:
             reader_from_json("d", None, info)
 
 
+def test_huge_fixed_ndarray_shape_is_refused(tmp_path) -> None:
+    # Its size wrapped to 4 bytes in int64 and only NumPy's "array is too big" stopped it.
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"x": "ndarray:uint8:4"}) as writer:
+        writer.write({"x": np.arange(4, dtype=np.uint8)})
+    _edit_index(out, column_encodings=["ndarray:uint8:4,4611686018427387905"])
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds: column 'x' has unsupported "
+                                         r"encoding .*too large for any array"):
+        LocalDataset(out)
+
+
 def test_missing_optional_libraries_name_the_extra(monkeypatch) -> None:
     import sys
 

@@ -26,6 +26,7 @@ from streaming.format.mds.encodings import (
     Str,
     get_coder,
     is_mds_encoding_safe,
+    unsupported_reason,
 )
 
 __all__ = ["MDSReader"]
@@ -104,7 +105,8 @@ class MDSReader(JointReader):
         for name, encoding, size in zip(column_names, column_encodings, column_sizes):
             coder = get_coder(encoding)
             if coder is None:
-                raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r}")
+                raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r} "
+                                 f"({unsupported_reason(encoding)})")
             if size is not None and (not isinstance(size, int) or isinstance(size, bool)
                                      or not 0 <= size <= _MAX_COLUMN_SIZE):
                 raise ValueError(f"{where}: column {name!r} has invalid size {size!r} (a fixed "
