@@ -12,6 +12,9 @@ buffer size once, and :meth:`Columns.decode` re-checks the row's bounds and colu
 reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer. Sizes
 come from untrusted bytes or an untrusted index, so every bound is checked as ``size > limit - pos``
 (or by division), never as ``pos + size > limit``, which can wrap around and pass.
+
+An error raised while a column value is decoded (by the kernel or the column's Python decoder)
+is given the shard, sample and column: see :func:`_decode_failed`.
 """
 
 cimport numpy as cnp
@@ -21,6 +24,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+import sys
 
 import numpy as np
 
@@ -42,6 +47,10 @@ _NDARRAY_DTYPES = {8: np.dtype("uint8"), 9: np.dtype("int8"), 16: np.dtype("uint
 _NATIVE_LE = np.little_endian
 # Deepest ndarray cut here; deeper ones go to the column's Python decoder.
 DEF _MAX_NDIM = 32
+# Whether exceptions take notes (Python 3.11+); a module global so tests can try the other way.
+_ADD_NOTE = sys.version_info >= (3, 11)
+# The module of this package's own column decoders (see _decode_failed).
+_OWN_DECODERS = "streaming.format.mds.encodings"
 
 
 cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
@@ -323,7 +332,7 @@ cdef class Columns:
 cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
                   Columns cols, str filename):
     cdef Py_ssize_t ncol = cols.fixed.shape[0]
-    cdef Py_ssize_t col, k = 0, size, pos, num_var = cols.num_var
+    cdef Py_ssize_t col = 0, k = 0, size = 0, pos, num_var = cols.num_var
     cdef Py_ssize_t length = end - begin
     cdef const char* base = <const char*>buf + begin
     cdef int64_t kind
@@ -334,30 +343,75 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
         raise ValueError(f"{filename}: sample {idx} is {length} bytes, too short for its "
                          f"{num_var} column sizes")
     pos = 4 * num_var
-    for col in range(ncol):
-        size = cols.fixed[col]
-        if size < 0:
-            size = _u32(<const unsigned char*>base + 4 * k)
-            k += 1
-        # Not ``pos + size > length``: a huge fixed size from the index would wrap.
-        if size > length - pos:
-            raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the "
-                             f"end of the sample ({pos} + {size} > {length} bytes)")
-        kind = cols.kinds[col]
-        if kind == 0:
-            value = PyBytes_FromStringAndSize(base + pos, size)
-        elif kind == 1:
-            value = PyUnicode_DecodeUTF8(base + pos, size, "strict")
-        elif kind == 3 and size >= 8 and _NATIVE_LE:
-            memcpy(&i64, base + pos, 8)
-            value = PyLong_FromLongLong(i64)
-        elif kind == 4 and cols.arrays is not None:
-            value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
+    # One try around the loop (entering it costs next to nothing; one per column would cost
+    # more): whatever a column's decoding raises is given the shard, sample and column.
+    try:
+        for col in range(ncol):
+            size = cols.fixed[col]
+            if size < 0:
+                size = _u32(<const unsigned char*>base + 4 * k)
+                k += 1
+            # Not ``pos + size > length``: a huge fixed size from the index would wrap.
+            if size > length - pos:
+                break  # raised below, outside the try
+            kind = cols.kinds[col]
+            if kind == 0:
+                value = PyBytes_FromStringAndSize(base + pos, size)
+            elif kind == 1:
+                value = PyUnicode_DecodeUTF8(base + pos, size, "strict")
+            elif kind == 3 and size >= 8 and _NATIVE_LE:
+                memcpy(&i64, base + pos, 8)
+                value = PyLong_FromLongLong(i64)
+            elif kind == 4 and cols.arrays is not None:
+                value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
+            else:
+                value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
+            out[cols.names[col]] = value
+            pos += size
         else:
-            value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
-        out[cols.names[col]] = value
-        pos += size
-    return out
+            return out
+    except Exception as err:
+        replacement = _decode_failed(err, filename, idx, cols.names[col],
+                                     None if cols.kinds[col] < 2 else cols.decoders[col])
+        if replacement is None:
+            raise
+        raise replacement from err
+    raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the end of "
+                     f"the sample ({pos} + {size} > {length} bytes)")
+
+
+cdef object _decode_failed(Exception err, str filename, Py_ssize_t idx, object name,
+                           object decoder):
+    """Name the shard, sample and column in an error raised while decoding a column value.
+
+    The error keeps its type where it can, since callers may catch it: on Python 3.11+ it gets a
+    note (shown with its traceback). Python 3.10 has no notes, so there an error from the kernel
+    or from this package's own decoders (``decoder`` is ``None`` or one of
+    :mod:`streaming.format.mds.encodings`) becomes a ``ValueError`` naming the file, chained to
+    the original: those errors mean the shard's bytes are corrupt. An error from a user's decoder
+    is left as it is (its ``__notes__`` get the note, for tools that show them), since the user's
+    code may catch its type; so is a ``MemoryError``, which says nothing about the bytes.
+
+    An ``IndexError`` always becomes a ``ValueError``: out of ``__getitem__`` it means "no such
+    sample", and iterating a dataset by index would silently stop at the corrupt sample.
+
+    Returns:
+        Optional[Exception]: What to raise instead of ``err``, or ``None`` to re-raise ``err``.
+    """
+    where = f"{filename}: sample {idx}, column {name!r}: could not decode the value"
+    if isinstance(err, IndexError) or (
+            not _ADD_NOTE and not isinstance(err, MemoryError)
+            and (decoder is None or getattr(decoder, "__module__", None) == _OWN_DECODERS)):
+        return ValueError(f"{where} ({type(err).__name__}: {err}); the shard is corrupt or its "
+                          f"index entry does not describe it")
+    if _ADD_NOTE:
+        err.add_note(where)
+        return None
+    try:
+        err.__notes__ = list(getattr(err, "__notes__", ())) + [where]
+    except Exception:  # an exception type that takes no attributes: leave it be
+        pass
+    return None
 
 
 cdef class Rows:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streaming._kernels import _mds
 from streaming.format import decompress_shard, reader_from_json, verify_hash
 from streaming.format.index import load_index, parse_index
+from streaming.format.mds.encodings import Encoding, _encodings
 from streaming.format.mds.writer import MDSWriter
 from streaming.local import LocalDataset
 
@@ -249,6 +252,113 @@ def test_huge_fixed_ndarray_shape_is_refused(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"shard\.00000\.mds: column 'x' has unsupported "
                                          r"encoding .*too large for any array"):
         LocalDataset(out)
+
+
+# ---- values that do not decode name the shard, sample and column ---------------------------
+
+
+def _told(err: BaseException) -> str:
+    """What an error tells a reader: its message and its notes (Python 3.11+)."""
+    return "\n".join([str(err), *getattr(err, "__notes__", [])])
+
+
+# Variable-size encodings; a ``bytes`` value is written as it is, whatever the encoding.
+_ENCODINGS = ["str", "str_int", "str_float", "str_decimal", "json", "ndarray", "ndarray:int32",
+              "ndarray:int16:2,2", "pil", "jpeg", "png", "list[pil]", "list[png]",
+              "jpeg_array", "int", "float32"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_ENCODINGS), st.binary(max_size=40))
+def test_undecodable_values_name_the_shard_and_column(encoding, value) -> None:
+    info = _index_with(column_encodings=[encoding], column_names=["col"], column_sizes=[None],
+                       raw_data={"basename": "shard.00007.mds", "bytes": 1000,
+                                 "hashes": {}})["shards"][0]
+    reader = reader_from_json("d", None, info)
+    try:
+        reader.decode_sample(len(value).to_bytes(4, "little") + value)
+    except IndexError as err:  # would end iteration by index at this sample, silently
+        pytest.fail(f"IndexError escaped: {err!r}")
+    except Exception as err:
+        assert "shard.00007.mds: sample 0, column 'col'" in _told(err), repr(err)
+
+
+def _str_column_decoded_as(tmp_path, encoding: str, value: str) -> str:
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"s": "str"}) as writer:
+        writer.write({"s": value})
+    _edit_index(out, column_encodings=[encoding])
+    return out
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
+def test_decode_errors_keep_their_type_and_get_a_note(tmp_path) -> None:
+    out = _str_column_decoded_as(tmp_path, "json", "not json")
+    with pytest.raises(json.JSONDecodeError) as info:
+        LocalDataset(out)[0]
+    assert str(info.value) == "Expecting value: line 1 column 1 (char 0)"
+    assert info.value.__notes__ == [
+        f"{os.path.join(out, 'shard.00000.mds')}: sample 0, column 's': could not decode the value"
+    ]
+
+
+def test_decode_errors_without_notes(tmp_path, monkeypatch) -> None:
+    # Python 3.10: this package's decoders' errors become ValueErrors naming the shard.
+    monkeypatch.setattr(_mds, "_ADD_NOTE", False)
+    out = _str_column_decoded_as(tmp_path, "str_decimal", "not a number")
+    with pytest.raises(ValueError, match=r"shard\.00000\.mds: sample 0, column 's': could not "
+                                         r"decode the value \(InvalidOperation: ") as info:
+        LocalDataset(out)[0]
+    assert type(info.value.__cause__).__name__ == "InvalidOperation"
+    # The kernel's own UTF-8 decoding too.
+    out = _str_column_decoded_as(tmp_path / "utf8", "str", "a")
+    path = os.path.join(out, "shard.00000.mds")
+    data = open(path, "rb").read()
+    assert data.endswith(b"a")  # the one sample's value is the shard's last byte
+    open(path, "wb").write(data[:-1] + b"\xff")
+    with pytest.raises(ValueError, match=r"column 's': could not decode.*UnicodeDecodeError"):
+        LocalDataset(out)[0]
+
+
+class _Strict(Encoding):
+    """A user's encoding whose decoder raises its own error type."""
+
+    def encode(self, obj: str) -> bytes:
+        return obj.encode()
+
+    def decode(self, data: bytes) -> str:
+        if data != b"ok":
+            raise LookupError(f"not ok: {data!r}")
+        return "ok"
+
+
+@pytest.mark.parametrize("notes", [True, False])
+def test_user_decoder_errors_keep_their_type(tmp_path, monkeypatch, notes) -> None:
+    if notes and sys.version_info < (3, 11):
+        pytest.skip("exception notes are Python 3.11+")
+    monkeypatch.setattr(_mds, "_ADD_NOTE", notes)
+    monkeypatch.setitem(_encodings, "strict", _Strict)
+    out = _str_column_decoded_as(tmp_path, "strict", "bad")
+    with pytest.raises(LookupError) as info:
+        LocalDataset(out)[0]
+    assert type(info.value) is LookupError and str(info.value) == "not ok: b'bad'"
+    assert info.value.__notes__ == [
+        f"{os.path.join(out, 'shard.00000.mds')}: sample 0, column 's': could not decode the value"
+    ]
+
+
+def test_index_errors_from_decoders_do_not_end_iteration(tmp_path) -> None:
+    # An IndexError out of __getitem__ means "no more samples" to Python's iteration protocol:
+    # list(dataset) stopped at the corrupt sample and returned the ones before it.
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"x": "ndarray"}) as writer:
+        writer.write({"x": np.arange(3)})
+        writer.write({"x": b""})  # empty: the decoder indexes past its end
+        writer.write({"x": np.arange(3)})
+    dataset = LocalDataset(out)
+    with pytest.raises(ValueError, match=r"sample 1, column 'x'.*\(IndexError: ") as info:
+        list(dataset)
+    assert isinstance(info.value.__cause__, IndexError)
 
 
 def test_missing_optional_libraries_name_the_extra(monkeypatch) -> None:
