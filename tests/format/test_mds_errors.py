@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from streaming._kernels import _mds
 from streaming.format import decompress_shard, reader_from_json, verify_hash
-from streaming.format.index import load_index, parse_index
+from streaming.format.index import load_index, parse_index, validate_shard
 from streaming.format.mds.encodings import Encoding, _encodings
 from streaming.format.mds.writer import MDSWriter
 from streaming.local import LocalDataset
@@ -171,6 +171,8 @@ def _index_with(**changes) -> dict:
         ({"compression": "lz4"}, "unknown compression"),
         ({"version": 3}, "version"),
         ({"zip_data": {"basename": "x.zstd", "bytes": 1, "hashes": {}}}, "no compression"),
+        ({"samples": 1 << 31}, "2147483648 samples cannot fit in shard.00000.mds"),
+        ({"samples": 24}, "24 samples cannot fit"),
     ],
 )
 def test_bad_index_entries(tmp_path, changes, message) -> None:
@@ -241,6 +243,35 @@ def test_fixed_sizes_must_fit_the_declared_shard(size, raw_bytes) -> None:
     else:
         with pytest.raises(ValueError, match=r"d/shard\.00000\.mds: 10 samples of at least"):
             reader_from_json("d", None, info)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, (1 << 32) - 1), st.integers(0, 1 << 40),
+       st.sampled_from(["mds", "json", "csv", "tsv", "xsv"]))
+def test_sample_count_must_fit_the_offset_table(samples, raw_bytes, fmt) -> None:
+    # Sample counts size per-sample arrays before any shard is fetched: 2**31 samples in a tiny
+    # shard asked the partitioner for 16-32 GiB. An offset table takes 4 * (samples + 2) bytes.
+    table = "raw_data" if fmt == "mds" else "raw_meta"
+    shard = _index_with(format=fmt, samples=samples)["shards"][0]
+    shard[table] = {"basename": "f", "bytes": raw_bytes, "hashes": {}}
+    if 4 * (samples + 2) <= raw_bytes:
+        validate_shard(shard, "idx: shard 0")
+    else:
+        with pytest.raises(ValueError, match=f"idx: shard 0: {samples} samples cannot fit in f"):
+            validate_shard(shard, "idx: shard 0")
+
+
+def test_sample_count_of_a_json_shard_must_fit_its_meta_file(tmp_path) -> None:
+    from streaming import JSONWriter
+
+    out = str(tmp_path / "j")
+    with JSONWriter(out=out, columns={"x": "int"}) as writer:
+        writer.write({"x": 1})
+    assert LocalDataset(out)[0] == {"x": 1}
+    _edit_index(out, samples=1 << 31)
+    with pytest.raises(ValueError, match=r"index\.json: shard 0: 2147483648 samples cannot fit "
+                                         r"in shard\.00000\.json\.meta"):
+        LocalDataset(out)
 
 
 def test_huge_fixed_ndarray_shape_is_refused(tmp_path) -> None:
