@@ -200,13 +200,24 @@ def test_unknown_encoding_in_index(tmp_path) -> None:
 
 
 def test_pickle_columns_refused_unless_allowed(tmp_path) -> None:
-    with MDSWriter(out=str(tmp_path / "d"), columns={"obj": "pkl", "x": "int"}) as writer:
+    from streaming import StreamingDataset
+
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"obj": "pkl", "x": "int"}) as writer:
         writer.write({"obj": {"a": 1}, "x": 1})
-    reader = reader_from_json(str(tmp_path / "d"), None, _shard_info(str(tmp_path / "d")))
-    with pytest.raises(ValueError, match="Column obj contains an unsafe type: pkl"):
+    reader = reader_from_json(out, None, _shard_info(out))
+    # The reference's message, after the shard and the index it is about.
+    where = f"{os.path.join(out, 'shard.00000.mds')} (in {os.path.join(out, 'index.json')})"
+    with pytest.raises(ValueError) as info:
         reader.validate(allow_unsafe_types=False)
+    assert str(info.value).startswith(f"{where}: Column obj contains an unsafe type: pkl. ")
+    with pytest.raises(ValueError, match="Column obj contains an unsafe type") as info:
+        StreamingDataset(local=out, batch_size=1)
+    assert str(info.value).startswith(where)
     reader.validate(allow_unsafe_types=True)
     assert reader[0]["obj"] == {"a": 1}
+    # LocalDataset decodes pickle columns, as the reference's does.
+    assert LocalDataset(out)[0]["obj"] == {"a": 1}
 
 
 # ---- sizes in the index that cannot be true ------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from streaming._kernels import _mds
 from streaming.format.base.reader import FileInfo, JointReader
-from streaming.format.index import validate_shard
+from streaming.format.index import get_index_basename, validate_shard
 from streaming.format.mds.encodings import (
     Bytes,
     Int,
@@ -191,9 +191,13 @@ class MDSReader(JointReader):
         if not allow_unsafe_types:
             for name, encoding in zip(self.column_names, self.column_encodings):
                 if not is_mds_encoding_safe(encoding):
+                    # The reference's message, after the shard and index it is about.
+                    dirname = os.path.join(self.dirname, self.split)
                     raise ValueError(
-                        f"Column {name} contains an unsafe type: {encoding}. To proceed anyway, "
-                        f"set ``allow_unsafe_types=True``."
+                        f"{os.path.join(dirname, self.raw_data.basename)} (in "
+                        f"{os.path.join(dirname, get_index_basename())}): Column {name} contains "
+                        f"an unsafe type: {encoding}. To proceed anyway, set "
+                        f"``allow_unsafe_types=True``."
                     )
 
     # ---- the memory map ---------------------------------------------------------------------
