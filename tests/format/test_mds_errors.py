@@ -272,6 +272,20 @@ def test_sample_count_must_fit_the_offset_table(samples, raw_bytes, fmt) -> None
             validate_shard(shard, "idx: shard 0")
 
 
+def test_sample_count_is_checked_before_streaming(tmp_path) -> None:
+    from streaming import StreamingDataset
+
+    out = str(tmp_path / "d")
+    with MDSWriter(out=out, columns={"a": "int"}) as writer:
+        writer.write({"a": 1})
+    _edit_index(out, samples=1 << 31)
+    with pytest.raises(ValueError) as info:
+        StreamingDataset(local=out, batch_size=2)
+    assert str(info.value).startswith(
+        f"{os.path.join(out, 'index.json')}: MDS shard: 2147483648 samples cannot fit in "
+        f"shard.00000.mds")
+
+
 def test_sample_count_of_a_json_shard_must_fit_its_meta_file(tmp_path) -> None:
     from streaming import JSONWriter
 

@@ -151,7 +151,7 @@ class MDSReader(JointReader):
         Raises:
             ValueError: The object is not a valid MDS shard entry.
         """
-        where = f"{os.path.join(dirname, split or '')}: MDS shard"
+        where = f"{os.path.join(dirname, split or '', get_index_basename())}: MDS shard"
         if obj.get("version") != 2:
             raise ValueError(
                 f"Unsupported streaming data version: {obj.get('version')}. Expected version 2."
