@@ -9,7 +9,12 @@ and a row is ``[sizes of the variable-size columns: u32 each] [column values in 
 
 The shard is untrusted input: :func:`check_shard` validates the whole offset table against the
 buffer size once, and :meth:`Columns.decode` re-checks the row's bounds and column sizes before it
-reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer.
+reads a byte, raising ``ValueError`` naming the file. Nothing here reads outside the buffer. Sizes
+come from untrusted bytes or an untrusted index, so every bound is checked as ``size > limit - pos``
+(or by division), never as ``pos + size > limit``, which can wrap around and pass.
+
+An error raised while a column value is decoded (by the kernel or the column's Python decoder)
+is given the shard, sample and column: see :func:`_decode_failed`.
 """
 
 cimport numpy as cnp
@@ -19,6 +24,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+import sys
 
 import numpy as np
 
@@ -40,6 +47,10 @@ _NDARRAY_DTYPES = {8: np.dtype("uint8"), 9: np.dtype("int8"), 16: np.dtype("uint
 _NATIVE_LE = np.little_endian
 # Deepest ndarray cut here; deeper ones go to the column's Python decoder.
 DEF _MAX_NDIM = 32
+# Whether exceptions take notes (Python 3.11+); a module global so tests can try the other way.
+_ADD_NOTE = sys.version_info >= (3, 11)
+# The module of this package's own column decoders (see _decode_failed).
+_OWN_DECODERS = "streaming.format.mds.encodings"
 
 
 cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
@@ -68,10 +79,10 @@ def check_shard(const unsigned char[::1] buf not None, Py_ssize_t samples, str f
     n = _u32(&buf[0])
     if n != samples:
         raise ValueError(f"{filename}: shard holds {n} samples but the index says {samples}")
-    need = 4 + 4 * (n + 1)
-    if size < need:
+    if n > (size - 8) // 4:  # (4 + 4 * (n + 1) could wrap where Py_ssize_t is 32 bits)
         raise ValueError(f"{filename}: shard is truncated ({size} bytes, its offset table alone "
-                         f"needs {need}); delete it or re-download it")
+                         f"needs {4 * (<int64_t>n + 2)}); delete it or re-download it")
+    need = 4 + 4 * (n + 1)
     prev = need
     for i in range(n + 1):
         off = _u32(&buf[4 + 4 * i])
@@ -95,7 +106,9 @@ cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ss
     if idx < 0 or idx >= samples:
         raise IndexError(f"{filename}: relative sample index {idx} is out of range "
                          f"[0, {samples})")
-    if size < 4 + 4 * (idx + 2):
+    # The row's two offsets end at 4 + 4 * (idx + 2); computed that way it could wrap for a
+    # huge ``samples``.
+    if size < 12 or idx > (size - 12) // 4:
         raise ValueError(f"{filename}: shard is truncated (offset table cut short)")
     begin = _u32(buf + 4 + 4 * idx)
     end = _u32(buf + 8 + 4 * idx)
@@ -205,21 +218,20 @@ cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder
                 dim = _u32(<const unsigned char*>p + pos) | \
                     (<uint64_t>_u32(<const unsigned char*>p + pos + 4) << 32)
             pos += width
-            if dim == 0 or dim > <uint64_t>size:
+            # count * dim <= size, checked without multiplying (which could wrap).
+            if dim == 0 or dim > <uint64_t>(size // count):
                 return decoder(PyBytes_FromStringAndSize(p, size))
             dims[i] = <cnp.npy_intp>dim
             count *= <Py_ssize_t>dim
-            if count > size:
-                return decoder(PyBytes_FromStringAndSize(p, size))
     else:
         ndim = len(shape)
         if ndim < 1 or ndim > _MAX_NDIM:
             return decoder(PyBytes_FromStringAndSize(p, size))
         for i in range(ndim):
-            dims[i] = <cnp.npy_intp>shape[i]
-            count *= dims[i]
-            if count > size:
+            dims[i] = <cnp.npy_intp>shape[i]  # (Columns checked that the product fits)
+            if dims[i] > size // count:  # count * dims[i] > size, without wrapping
                 return decoder(PyBytes_FromStringAndSize(p, size))
+            count *= dims[i]
     need = count * (<cnp.dtype>dtype).itemsize
     if need != size - pos:
         return decoder(PyBytes_FromStringAndSize(p, size))
@@ -270,9 +282,15 @@ cdef class Columns:
                         and (spec[1] is None or isinstance(spec[1], tuple))):
                     raise ValueError(f"Columns: ndarray column {col} needs a (dtype, shape) spec")
                 if spec[1] is not None:
+                    count = 1
                     for dim in spec[1]:
                         if not isinstance(dim, int) or dim < 1:
                             raise ValueError(f"Columns: ndarray column {col} has a bad shape")
+                        count *= dim
+                    # Every dim, and the product, must fit in an npy_intp.
+                    if count >= 1 << 63:
+                        raise ValueError(f"Columns: ndarray column {col} has too many elements "
+                                         f"({count})")
         self.names = names
         self.kinds = kinds
         self.decoders = decoders
@@ -314,7 +332,7 @@ cdef class Columns:
 cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
                   Columns cols, str filename):
     cdef Py_ssize_t ncol = cols.fixed.shape[0]
-    cdef Py_ssize_t col, k = 0, size, pos, total = 0, num_var = cols.num_var
+    cdef Py_ssize_t col = 0, k = 0, size = 0, pos, num_var = cols.num_var
     cdef Py_ssize_t length = end - begin
     cdef const char* base = <const char*>buf + begin
     cdef int64_t kind
@@ -325,30 +343,75 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
         raise ValueError(f"{filename}: sample {idx} is {length} bytes, too short for its "
                          f"{num_var} column sizes")
     pos = 4 * num_var
-    for col in range(ncol):
-        size = cols.fixed[col]
-        if size < 0:
-            size = _u32(<const unsigned char*>base + 4 * k)
-            k += 1
-        total = pos + size
-        if total > length:
-            raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the "
-                             f"end of the sample ({total} > {length} bytes)")
-        kind = cols.kinds[col]
-        if kind == 0:
-            value = PyBytes_FromStringAndSize(base + pos, size)
-        elif kind == 1:
-            value = PyUnicode_DecodeUTF8(base + pos, size, "strict")
-        elif kind == 3 and size >= 8 and _NATIVE_LE:
-            memcpy(&i64, base + pos, 8)
-            value = PyLong_FromLongLong(i64)
-        elif kind == 4 and cols.arrays is not None:
-            value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
+    # One try around the loop (entering it costs next to nothing; one per column would cost
+    # more): whatever a column's decoding raises is given the shard, sample and column.
+    try:
+        for col in range(ncol):
+            size = cols.fixed[col]
+            if size < 0:
+                size = _u32(<const unsigned char*>base + 4 * k)
+                k += 1
+            # Not ``pos + size > length``: a huge fixed size from the index would wrap.
+            if size > length - pos:
+                break  # raised below, outside the try
+            kind = cols.kinds[col]
+            if kind == 0:
+                value = PyBytes_FromStringAndSize(base + pos, size)
+            elif kind == 1:
+                value = PyUnicode_DecodeUTF8(base + pos, size, "strict")
+            elif kind == 3 and size >= 8 and _NATIVE_LE:
+                memcpy(&i64, base + pos, 8)
+                value = PyLong_FromLongLong(i64)
+            elif kind == 4 and cols.arrays is not None:
+                value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
+            else:
+                value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
+            out[cols.names[col]] = value
+            pos += size
         else:
-            value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
-        out[cols.names[col]] = value
-        pos = total
-    return out
+            return out
+    except Exception as err:
+        replacement = _decode_failed(err, filename, idx, cols.names[col],
+                                     None if cols.kinds[col] < 2 else cols.decoders[col])
+        if replacement is None:
+            raise
+        raise replacement from err
+    raise ValueError(f"{filename}: sample {idx} column {cols.names[col]!r} runs past the end of "
+                     f"the sample ({pos} + {size} > {length} bytes)")
+
+
+cdef object _decode_failed(Exception err, str filename, Py_ssize_t idx, object name,
+                           object decoder):
+    """Name the shard, sample and column in an error raised while decoding a column value.
+
+    The error keeps its type where it can, since callers may catch it: on Python 3.11+ it gets a
+    note (shown with its traceback). Python 3.10 has no notes, so there an error from the kernel
+    or from this package's own decoders (``decoder`` is ``None`` or one of
+    :mod:`streaming.format.mds.encodings`) becomes a ``ValueError`` naming the file, chained to
+    the original: those errors mean the shard's bytes are corrupt. An error from a user's decoder
+    is left as it is (its ``__notes__`` get the note, for tools that show them), since the user's
+    code may catch its type; so is a ``MemoryError``, which says nothing about the bytes.
+
+    An ``IndexError`` always becomes a ``ValueError``: out of ``__getitem__`` it means "no such
+    sample", and iterating a dataset by index would silently stop at the corrupt sample.
+
+    Returns:
+        Optional[Exception]: What to raise instead of ``err``, or ``None`` to re-raise ``err``.
+    """
+    where = f"{filename}: sample {idx}, column {name!r}: could not decode the value"
+    if isinstance(err, IndexError) or (
+            not _ADD_NOTE and not isinstance(err, MemoryError)
+            and (decoder is None or getattr(decoder, "__module__", None) == _OWN_DECODERS)):
+        return ValueError(f"{where} ({type(err).__name__}: {err}); the shard is corrupt or its "
+                          f"index entry does not describe it")
+    if _ADD_NOTE:
+        err.add_note(where)
+        return None
+    try:
+        err.__notes__ = list(getattr(err, "__notes__", ())) + [where]
+    except Exception:  # an exception type that takes no attributes: leave it be
+        pass
+    return None
 
 
 cdef class Rows:

@@ -37,6 +37,11 @@ _MAX_BYTES = 1 << 62
 # MDS/JSON/XSV shards store sample counts and offsets as uint32.
 _MAX_SAMPLES = (1 << 32) - 1
 _FILE_KEYS = ("raw_data", "zip_data", "raw_meta", "zip_meta")
+# Per built-in format, the raw file that starts with the shard's sample count and offset table:
+# ``[count: u32] [offsets: (count + 1) x u32]``, so at least 4 * (samples + 2) bytes.
+_OFFSET_TABLE_FILE = {
+    "mds": "raw_data", "json": "raw_meta", "csv": "raw_meta", "tsv": "raw_meta", "xsv": "raw_meta",
+}
 _REQUIRED = ("compression", "format", "hashes", "raw_data", "samples", "size_limit", "version")
 
 
@@ -144,6 +149,14 @@ def validate_shard(obj: Any, where: str) -> None:
             raise ValueError(f"{where}: {key} must not be null")
         if info is not None:
             _validate_file(info, f"{where}: {key}")
+    # A sample count the shard cannot hold would size per-sample arrays (partitions, sample
+    # ids) before any shard is fetched and checked.
+    table = obj.get(_OFFSET_TABLE_FILE.get(obj["format"], ""))
+    if table is not None and 4 * (samples + 2) > table["bytes"]:
+        raise ValueError(
+            f"{where}: {samples} samples cannot fit in {table['basename']} ({table['bytes']} "
+            f"bytes; their offset table alone needs {4 * (samples + 2)}); the index is corrupt"
+        )
     if compression is None and (obj.get("zip_data") or obj.get("zip_meta")):
         raise ValueError(f"{where}: has compressed files but no compression")
 

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from streaming._kernels import _mds
@@ -50,7 +50,7 @@ def py_decode_row(buf, idx, samples, names, kinds, decoders, fixed):
     if len(row) < 4 * num_var:
         raise ValueError("short row")
     pos, k, out = 4 * num_var, 0, {}
-    for name, kind, decode, size in zip(names, kinds, decoders, fixed):
+    for name, kind, decode, size in zip(names, kinds, decoders, fixed.tolist()):  # (Python ints)
         if size < 0:
             size = _u32(row, 4 * k)
             k += 1
@@ -175,6 +175,47 @@ def test_random_bytes_raise_only_clean_errors(buf, samples, cols) -> None:
             cols.decode(buf, idx, samples, "fuzz.mds")
         except (ValueError, IndexError):
             pass
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shards(), st.data())
+def test_huge_fixed_sizes_are_refused_not_read(shard, data) -> None:
+    # Fixed sizes come from an untrusted index: near 2**63, ``pos + size`` wraps negative, so
+    # the kernel must compare ``size > length - pos`` (the twin's Python ints cannot wrap).
+    names, kinds, fixed, rows = shard
+    assume(len(names) > 0)
+    col = data.draw(st.integers(0, len(names) - 1))
+    fixed, kinds = fixed.copy(), kinds.copy()
+    kinds[col] = data.draw(st.sampled_from([0, 1, 2, 3]))  # 3: int64, copied by the kernel
+    fixed[col] = data.draw(st.one_of(st.integers((1 << 63) - 64, (1 << 63) - 1),
+                                     st.integers(1 << 31, (1 << 63) - 1)))
+    buf = _shard(rows)
+    decoders = _decoders(len(names))
+    cols = _mds.Columns(names, kinds, decoders, fixed)
+    for idx in range(len(rows)):
+        got = _outcome(cols.decode, buf, idx, len(rows), "huge.mds")
+        assert got == _outcome(py_decode_row, buf, idx, len(rows), names, kinds, decoders, fixed)
+        assert got[0] == "ValueError"
+        rows_iter = _mds.Rows(((buf, len(rows), cols, "huge.mds"),), None,
+                              np.array([idx], np.int64))
+        assert _drain(rows_iter) == [("ValueError", None)]
+
+
+@pytest.mark.parametrize("idx", [1 << 61, (1 << 62) + 5, (1 << 63) - 3])
+def test_huge_row_index_is_refused_not_read(idx) -> None:
+    # With a huge sample count (the kernel takes any), 4 * (idx + 2) wraps around: the row's
+    # offsets must be checked against the buffer without computing it.
+    buf = _shard([b"ab"])
+    samples = (1 << 63) - 1
+    cols = _mds.Columns(("x",), np.array([0], np.int64), (bytes,), np.array([2], np.int64))
+    with pytest.raises(ValueError, match="f.mds: shard is truncated"):
+        _mds.row_bytes(buf, idx, samples, "f.mds")
+    with pytest.raises(ValueError, match="f.mds: shard is truncated"):
+        cols.decode(buf, idx, samples, "f.mds")
+    with pytest.raises(ValueError, match="f.mds: shard is truncated"):
+        _mds.rows_span(buf, np.array([0, idx], np.int64), samples, "f.mds")
+    with pytest.raises(ValueError, match="f.mds: shard is truncated"):
+        next(_mds.Rows(((buf, samples, cols, "f.mds"),), None, np.array([idx], np.int64)))
 
 
 def test_errors_name_the_file() -> None:

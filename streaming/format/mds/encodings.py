@@ -16,6 +16,7 @@ first use.
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import struct
 from decimal import Decimal
@@ -179,6 +180,11 @@ class NDArray(Encoding):
             shape = tuple(int(dim) for dim in shape)
             if not shape or any(dim < 1 for dim in shape):
                 raise ValueError(f"ndarray: every dimension must be >= 1, got {shape}")
+            # No array can hold more bytes than an npy_intp counts; an encoding string is
+            # untrusted input, so say so here rather than let a size wrap downstream.
+            itemsize = 1 if dtype is None else np.dtype(dtype).itemsize
+            if math.prod(shape) * itemsize > np.iinfo(np.intp).max:
+                raise ValueError(f"ndarray: shape {shape} is too large for any array")
         self.dtype = dtype
         self.shape = shape
         self._np_dtype = None if dtype is None else np.dtype(dtype)
@@ -190,7 +196,8 @@ class NDArray(Encoding):
     def _get_static_size(cls, dtype: str | None, shape: tuple[int, ...] | None) -> int | None:
         if dtype is None or shape is None:
             return None
-        return int(np.prod(shape)) * np.dtype(dtype).itemsize
+        # math.prod on Python ints: np.prod would wrap around in int64 for a huge shape.
+        return math.prod(shape) * np.dtype(dtype).itemsize
 
     @classmethod
     def from_str(cls, text: str) -> NDArray:
@@ -694,6 +701,32 @@ def get_coder(encoding: str) -> Encoding | None:
         coder = cls()
     _coders[encoding] = (cls, coder)
     return coder
+
+
+def unsupported_reason(encoding: str) -> str:
+    """Say why :func:`get_coder` finds no coder for an encoding (for error messages).
+
+    Args:
+        encoding (str): An encoding :func:`get_coder` returned ``None`` for.
+
+    Returns:
+        str: The reason, e.g. what the encoding class's ``from_str`` objected to.
+    """
+    if not isinstance(encoding, str):
+        return f"an encoding is a str, not {type(encoding).__name__}"
+    name, sep, config = encoding.partition(":")
+    cls = _encodings.get(name)
+    if cls is None:
+        return f"no encoding is named {name!r}"
+    if sep:
+        from_str = getattr(cls, "from_str", None)
+        if from_str is None:
+            return f"encoding {name!r} takes no configuration"
+        try:
+            from_str(config)
+        except (ValueError, AssertionError, TypeError) as err:
+            return str(err) or f"bad configuration {config!r}"
+    return "unknown reason"
 
 
 def _need_coder(encoding: str) -> Encoding:

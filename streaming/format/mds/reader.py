@@ -18,7 +18,7 @@ import numpy as np
 
 from streaming._kernels import _mds
 from streaming.format.base.reader import FileInfo, JointReader
-from streaming.format.index import validate_shard
+from streaming.format.index import get_index_basename, validate_shard
 from streaming.format.mds.encodings import (
     Bytes,
     Int,
@@ -26,6 +26,7 @@ from streaming.format.mds.encodings import (
     Str,
     get_coder,
     is_mds_encoding_safe,
+    unsupported_reason,
 )
 
 __all__ = ["MDSReader"]
@@ -38,6 +39,8 @@ MAX_OPEN_SHARDS = 1024
 _open_maps: OrderedDict[int, weakref.ref] = OrderedDict()
 # Bytes read in order that are unmapped at a time (see MDSReader.release_rows).
 RELEASE_BYTES = 1 << 20
+# A shard's offsets are uint32, so no column value (nor the whole shard) reaches 4 GiB.
+_MAX_COLUMN_SIZE = (1 << 32) - 1
 
 
 def _remember_open(reader: MDSReader) -> None:
@@ -102,9 +105,12 @@ class MDSReader(JointReader):
         for name, encoding, size in zip(column_names, column_encodings, column_sizes):
             coder = get_coder(encoding)
             if coder is None:
-                raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r}")
-            if size is not None and (not isinstance(size, int) or size < 0):
-                raise ValueError(f"{where}: column {name!r} has invalid size {size!r}")
+                raise ValueError(f"{where}: column {name!r} has unsupported encoding {encoding!r} "
+                                 f"({unsupported_reason(encoding)})")
+            if size is not None and (not isinstance(size, int) or isinstance(size, bool)
+                                     or not 0 <= size <= _MAX_COLUMN_SIZE):
+                raise ValueError(f"{where}: column {name!r} has invalid size {size!r} (a fixed "
+                                 f"size is an int from 0 to {_MAX_COLUMN_SIZE}, or null)")
             # Exact types: a user subclass may decode differently (the kernel cuts these itself;
             # it hands anything unusual back to ``coder.decode``).
             kind = {Bytes: _KIND_BYTES, Str: _KIND_STR, Int: _KIND_INT64,
@@ -113,6 +119,16 @@ class MDSReader(JointReader):
             kinds.append(kind)
             decoders.append(coder.decode)
             fixed.append(-1 if size is None else size)
+        # Every row holds the fixed-size columns and a uint32 size per variable one, after the
+        # header and offset table: sizes the index declares that cannot fit are corrupt.
+        row_min = sum(4 if size < 0 else size for size in fixed)
+        need = 4 * (int(samples) + 2) + int(samples) * row_min
+        if isinstance(raw_data.bytes, int) and need > raw_data.bytes:
+            raise ValueError(
+                f"{where}: {samples} samples of at least {row_min} bytes each (column sizes "
+                f"{column_sizes}) cannot fit in the shard's {raw_data.bytes} bytes; the index is "
+                f"corrupt"
+            )
         self._columns = _mds.Columns(tuple(column_names), np.array(kinds, np.int64),
                                      tuple(decoders), np.array(fixed, np.int64), tuple(arrays))
         self._filename = ""
@@ -135,7 +151,7 @@ class MDSReader(JointReader):
         Raises:
             ValueError: The object is not a valid MDS shard entry.
         """
-        where = f"{os.path.join(dirname, split or '')}: MDS shard"
+        where = f"{os.path.join(dirname, split or '', get_index_basename())}: MDS shard"
         if obj.get("version") != 2:
             raise ValueError(
                 f"Unsupported streaming data version: {obj.get('version')}. Expected version 2."
@@ -175,9 +191,13 @@ class MDSReader(JointReader):
         if not allow_unsafe_types:
             for name, encoding in zip(self.column_names, self.column_encodings):
                 if not is_mds_encoding_safe(encoding):
+                    # The reference's message, after the shard and index it is about.
+                    dirname = os.path.join(self.dirname, self.split)
                     raise ValueError(
-                        f"Column {name} contains an unsafe type: {encoding}. To proceed anyway, "
-                        f"set ``allow_unsafe_types=True``."
+                        f"{os.path.join(dirname, self.raw_data.basename)} (in "
+                        f"{os.path.join(dirname, get_index_basename())}): Column {name} contains "
+                        f"an unsafe type: {encoding}. To proceed anyway, set "
+                        f"``allow_unsafe_types=True``."
                     )
 
     # ---- the memory map ---------------------------------------------------------------------
