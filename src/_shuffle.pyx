@@ -2865,7 +2865,7 @@ cdef extern from *:
     }
     /* Entry e of a grouping: an index into want and out. */
     static inline int64_t ss_v_at(const int32_t *o32, const int64_t *o64, int64_t e) {
-        return o32 != NULL ? (int64_t)o32[e] : o64[e];
+        return o32 != NULL ? (int64_t)o32[e] : o64 != NULL ? o64[e] : e;  /* none: in turn */
     }
     /* The last of m ascending (ties allowed) starts at or before p: starts[0] <= p. */
     static inline int64_t ss_v_seg(const int64_t *starts, int64_t m, int64_t p) {
@@ -2919,6 +2919,7 @@ cdef extern from *:
         }
         for (k = 0; k < m; k++) cnt[k + 1] += cnt[k];
         if (m <= 1) return -1;
+        if (o32 == NULL && o64 == NULL) return -4;  /* entries in turn must ascend (a bug) */
         memcpy(nx, cnt, (size_t)m * sizeof(int64_t));
         /* American flag sort: each swap puts one entry in its segment for good. */
         for (k = 0; k < m; k++) {
@@ -2935,15 +2936,18 @@ cdef extern from *:
     }
     /* The ids at places [p0, p1) of spans a .. z laid out in order (span k: begins[k] ..,
        its first place starts[k]; starts[z] ends them). */
-    static void ss_v_layout(const int64_t *begins, const int64_t *starts, int64_t a, int64_t z,
-                            int64_t p0, int64_t p1, int64_t *dst) {
-        int64_t k = a + ss_v_seg(starts + a, z - a, p0), p = p0;
-        while (p < p1 && k < z) {
-            int64_t stop = starts[k + 1] < p1 ? starts[k + 1] : p1, b = begins[k] - starts[k];
-            for (; p < stop; p++) *dst++ = b + p;
-            k++;
-        }
+    #define SS_V_LAYOUT_AS(NAME, T)                                                          \
+    static void NAME(const int64_t *begins, const int64_t *starts, int64_t a, int64_t z,      \
+                     int64_t p0, int64_t p1, T *dst) {                                        \
+        int64_t k = a + ss_v_seg(starts + a, z - a, p0), p = p0;                              \
+        while (p < p1 && k < z) {                                                             \
+            int64_t stop = starts[k + 1] < p1 ? starts[k + 1] : p1, b = begins[k] - starts[k]; \
+            for (; p < stop; p++) *dst++ = (T)(b + p);                                        \
+            k++;                                                                              \
+        }                                                                                     \
     }
+    SS_V_LAYOUT_AS(ss_v_layout, int64_t)
+    SS_V_LAYOUT_AS(ss_v_layout32, int32_t)  /* ids below 2**31 */
 
     /* ---- py1br: per node, block sizes drawn, then each (staggered) block shuffled ----
        Blocks ascend by start (ties: several clipped at the node's start) and by end, each
@@ -2953,10 +2957,13 @@ cdef extern from *:
        last drawn block overlapping it (which covers every earlier overlap) and the layout. With
        places wanted, a block with none of them, and that no later needed block overlaps, is
        only drawn past; nodes after last are not drawn (unless exact). Returns -1, -2 (out of
-       memory), -3 (the draw queue ran short: a bug) or an entry whose place is outside the
-       epoch. */
+       memory), -3 (the draw queue ran short: a bug), -4 (entries without an order out of
+       turn: a bug) or an entry whose place is outside the epoch. */
     typedef struct {
-        int64_t *a, *b;          /* two blocks' scratch (high entries each) */
+        int64_t *a, *b;          /* two blocks' scratch (high entries each; int32_t if small) */
+        int small;               /* every id below 2**31: blocks of int32_t (half the fresh
+                                    pages, which cost more than the work on them here, and
+                                    the swaps' far ends nearer) */
         int64_t *blocks;         /* 2 * cap: start, stop */
         int64_t cap;
         int64_t *bstarts;        /* cap + 1: the blocks' starts, then the last's end */
@@ -3001,6 +3008,7 @@ cdef extern from *:
     }                                                                                        \
     static inline void NAME(ss_jr *c, T *x, int64_t n) { NAME##_to(c, x, n, 0); }
     SS_JR_FY(ss_jr_fy, int64_t, SS_VD, SS_PREFETCH_W)
+    SS_JR_FY(ss_jr_fy32, int32_t, SS_VD, SS_PREFETCH_W)
     /* Pass over m entries. */
     static void ss_jr_drop(ss_jr *c, int64_t m) {
         while (m > 0 && ss_jr_more(c)) {
@@ -3066,6 +3074,31 @@ cdef extern from *:
         }
         return t;
     }
+    /* A node's needed blocks in order, in scratch of T (LAYOUT lays ids out, FY shuffles), each
+       starting from the last block's shuffled samples where they overlap; the wanted places'
+       values read off each block once it is shuffled. */
+    #define SS_BR_NEEDED(T, LAYOUT, FY) do {                                                 \
+        T *cur = (T *)s->a, *nxt = (T *)s->b;                                                 \
+        int64_t cs = 0, ce = 0;                                                               \
+        for (k = 0; k < nb; k++) {                                                            \
+            int64_t b0 = bl[2 * k], b1 = bl[2 * k + 1], len = b1 - b0;                        \
+            if (!s->need[k]) { ss_jr_drop(&jr, len - 1); continue; }                          \
+            int64_t from = b0;                                                                \
+            if (ce > b0 && cs <= b0) {                                                        \
+                int64_t keep = (ce < b1 ? ce : b1) - b0;                                      \
+                memcpy(nxt, cur + (b0 - cs), (size_t)keep * sizeof(T));                       \
+                from = b0 + keep;                                                             \
+            }                                                                                 \
+            if (from < b1) LAYOUT(begins, starts, a, z, from, b1, nxt + (from - b0));         \
+            FY(&jr, nxt, len);                                                                \
+            for (e = ea + s->cnt[k]; e < ea + s->cnt[k + 1]; e++) {                           \
+                int64_t i = ss_v_at(o32, o64, e);                                             \
+                out[i] = nxt[want[i] - b0];                                                   \
+            }                                                                                 \
+            T *t = cur; cur = nxt; nxt = t;                                                   \
+            cs = b0; ce = b1;                                                                 \
+        }                                                                                     \
+    } while (0)
     static int64_t ss_py1br_run(ss_jq *q, const int64_t *begins,
                                 const int64_t *starts, const int64_t *node_spans, int64_t nodes,
                                 const int64_t *stagger, int64_t *out,
@@ -3100,7 +3133,7 @@ cdef extern from *:
             s->bstarts[nb] = nb ? bl[2 * nb - 1] : start;
             e = ss_v_bucket(want, o32, o64, ea, ez, start, stop, s->bstarts, nb + 1, s->cnt,
                             s->nx);
-            if (e >= 0) return e;
+            if (e != -1) return e;
             for (e = ea + s->cnt[nb]; e < ea + s->cnt[nb + 1]; e++) {
                 int64_t i = ss_v_at(o32, o64, e);
                 ss_v_layout(begins, starts, a, z, want[i], want[i] + 1, &out[i]);
@@ -3110,25 +3143,8 @@ cdef extern from *:
                 s->need[k] = s->cnt[k + 1] > s->cnt[k] || minstart < bl[2 * k + 1];
                 if (s->need[k] && bl[2 * k] < minstart) minstart = bl[2 * k];
             }
-            int64_t *cur = s->a, *nxt = s->b, cs = 0, ce = 0;
-            for (k = 0; k < nb; k++) {
-                int64_t b0 = bl[2 * k], b1 = bl[2 * k + 1], len = b1 - b0;
-                if (!s->need[k]) { ss_jr_drop(&jr, len - 1); continue; }
-                int64_t from = b0;
-                if (ce > b0 && cs <= b0) {
-                    int64_t keep = (ce < b1 ? ce : b1) - b0;
-                    memcpy(nxt, cur + (b0 - cs), (size_t)keep * sizeof(int64_t));
-                    from = b0 + keep;
-                }
-                if (from < b1) ss_v_layout(begins, starts, a, z, from, b1, nxt + (from - b0));
-                ss_jr_fy(&jr, nxt, len);
-                for (e = ea + s->cnt[k]; e < ea + s->cnt[k + 1]; e++) {
-                    int64_t i = ss_v_at(o32, o64, e);
-                    out[i] = nxt[want[i] - b0];
-                }
-                int64_t *t = cur; cur = nxt; nxt = t;
-                cs = b0; ce = b1;
-            }
+            if (s->small) SS_BR_NEEDED(int32_t, ss_v_layout32, ss_jr_fy32);
+            else SS_BR_NEEDED(int64_t, ss_v_layout, ss_jr_fy);
         }
         ss_jq_finish(q, jr.pos);
         return jr.short_ ? -3 : -1;
@@ -3202,6 +3218,8 @@ cdef extern from *:
         const int64_t *fxoff;    /* node c's values at fx[fxoff[c] ..], or -1: not wanted */
         int64_t nodes;
         int64_t *fx, *scratch;   /* scratch: the largest shard */
+        int32_t *fx32;           /* fx as int32 instead (every value below 2**31): half the
+                                    fresh pages, which cost more than the copy here */
         uint32_t *j;
     } ss_2s_fixed;
     static void ss_py2s_fixed_run(ss_2s_fixed *f) {
@@ -3224,9 +3242,15 @@ cdef extern from *:
                 for (e = d; e < f->nodes && (f->L0[e] < le || e == d); e++) {
                     if (f->fxoff[e] < 0) continue;
                     int64_t a = f->L0[e] > ls ? f->L0[e] : ls, z = f->L1[e] < le ? f->L1[e] : le;
-                    if (z > a)
+                    if (z <= a) continue;
+                    if (f->fx32) {
+                        int32_t *dst = f->fx32 + f->fxoff[e] + (a - f->L0[e]);
+                        const int64_t *src = f->scratch + (a - ls);
+                        for (i = 0; i < z - a; i++) dst[i] = (int32_t)src[i];
+                    } else {
                         memcpy(f->fx + f->fxoff[e] + (a - f->L0[e]), f->scratch + (a - ls),
                                (size_t)(z - a) * sizeof(int64_t));
+                    }
                 }
             }
             ls = le;
@@ -3237,7 +3261,8 @@ cdef extern from *:
         return NULL;
     }
     /* The epoch's side (see ss_py2s_run for the draws) and the lookup. threads: 1 to draw the
-       layout on a second thread. Returns -1, -2 or a bad entry. */
+       layout on a second thread. Returns -1, -4 (entries without an order out of turn: a
+       bug) or a bad entry. */
     static int64_t ss_py2s_view(ss_2s_fixed *f, int threads, ss_raw *er, bitgen_t *ebg,
                                 const int64_t *pstart, const int64_t *psize,
                                 const int64_t *node_pieces, int64_t nodes, int64_t *out,
@@ -3264,7 +3289,7 @@ cdef extern from *:
             }
             e = ss_v_bucket(want, o32, o64, ea, ez, f->L0[c], f->L1[c], s->pstarts, m, s->cnt,
                             s->nx);
-            if (e >= 0) { bad = e; break; }
+            if (e != -1) { bad = e; break; }
             for (q = 0; q < m; q++) {
                 int64_t p = pa + s->perm[q], n = psize[p], i;
                 if (s->cnt[q + 1] == s->cnt[q]) { ss_fy_drop(er, ebg, n); continue; }
@@ -3278,17 +3303,26 @@ cdef extern from *:
             }
         }
         if (started) pthread_join(th, NULL);
-        if (bad >= 0) return bad;
+        if (bad != -1) return bad;
         for (c = 0; c <= last && c < nodes; c++) {
-            const int64_t *vals = f->fx + f->fxoff[c];
             if (f->fxoff[c] < 0) continue;
             /* A node's layout is MBs and the places land anywhere in it: each look-up's line
                is fetched SS_VD look-ups ahead, so the misses overlap. */
             int64_t ez = want_bounds[c + 1];
-            for (e = want_bounds[c]; e < ez; e++) {
-                if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
-                int64_t i = ss_v_at(o32, o64, e);
-                out[i] = vals[out[i]];
+            if (f->fx32) {
+                const int32_t *vals = f->fx32 + f->fxoff[c];
+                for (e = want_bounds[c]; e < ez; e++) {
+                    if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
+                    int64_t i = ss_v_at(o32, o64, e);
+                    out[i] = vals[out[i]];
+                }
+            } else {
+                const int64_t *vals = f->fx + f->fxoff[c];
+                for (e = want_bounds[c]; e < ez; e++) {
+                    if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
+                    int64_t i = ss_v_at(o32, o64, e);
+                    out[i] = vals[out[i]];
+                }
             }
         }
         return -1;
@@ -3297,6 +3331,7 @@ cdef extern from *:
     ctypedef struct ss_br_space:
         int64_t *a
         int64_t *b
+        int small
         int64_t *blocks
         int64_t cap
         int64_t *bstarts
@@ -3340,6 +3375,7 @@ cdef extern from *:
         int64_t nodes
         int64_t *fx
         int64_t *scratch
+        int32_t *fx32
         uint32_t *j
     int64_t ss_py2s_view(ss_2s_fixed *f, int threads, ss_raw *er, bitgen_t *ebg,
                          const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
@@ -3352,12 +3388,30 @@ cdef extern from *:
                      int64_t nodes, int64_t *out, ss_2s_space *s) nogil
 
 
+cdef bint _ascending_groups(const int64_t[::1] want, object want_bounds, Py_ssize_t groups):
+    """Whether the places of each group (``want_bounds``, checked by the caller) ascend."""
+    cdef const int64_t[:] wb = np.ascontiguousarray(want_bounds, np.int64)
+    cdef Py_ssize_t g, e, a, z
+    if wb.shape[0] != groups + 1 or wb[0] != 0 or wb[groups] != want.shape[0]:
+        return False  # (the caller raises)
+    with nogil:
+        for g in range(groups):
+            a, z = wb[g], wb[g + 1]
+            if a < 0 or z > want.shape[0]:
+                return False
+            for e in range(a + 1, z):
+                if want[e] < want[e - 1]:
+                    return False
+    return True
+
+
 cdef tuple _grouping(object want, object want_bounds, object order, Py_ssize_t groups,
                      Py_ssize_t out_len, Py_ssize_t total):
     """Check a grouping of wanted places (``group_places``' output over ``groups`` groups), or,
     without ``want``, that ``out`` holds the whole epoch. Returns ``want``, ``want_bounds`` and
-    the order (contiguous and writable: the kernels reorder it within each group; without one,
-    the entries in turn) as arrays, and the most entries of a group; Nones without ``want``."""
+    the order (contiguous and writable: the kernels reorder it within each group; ``None``: the
+    entries in turn, their places ascending within each group) as arrays, and the most entries
+    of a group; Nones without ``want``."""
     cdef const int64_t[:] wb
     cdef Py_ssize_t k, most = 0
     if want is None:
@@ -3372,7 +3426,10 @@ cdef tuple _grouping(object want, object want_bounds, object order, Py_ssize_t g
     if order is None:
         if out_len != len(w):
             raise ValueError("out must hold one value per wanted place")
-        ord_arr = np.arange(len(w), dtype=np.int64)
+        # Places ascending within every group (a worker's share usually does) are taken in
+        # turn, with no order array (an epoch share of fresh pages); others get one to sort.
+        ord_arr = None if _ascending_groups(w, want_bounds, groups) else \
+            np.arange(len(w), dtype=np.int32 if len(w) < (1 << 31) else np.int64)
     else:
         ord_arr = np.asarray(order)
         if ord_arr.ndim != 1 or ord_arr.dtype not in (np.int32, np.int64):
@@ -3383,7 +3440,7 @@ cdef tuple _grouping(object want, object want_bounds, object order, Py_ssize_t g
             raise ValueError("with order, want and out must be as long")
         if len(ord_arr) and (ord_arr.min() < 0 or ord_arr.max() >= out_len):
             raise ValueError("an order entry is outside out")
-    if wb[0] != 0 or wb[groups] != len(ord_arr):
+    if wb[0] != 0 or wb[groups] != (len(w) if ord_arr is None else len(ord_arr)):
         raise ValueError("want_bounds must run from 0 to the number of grouped places")
     for k in range(groups):
         if wb[k + 1] < wb[k]:
@@ -3566,9 +3623,12 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     cdef _Reader rd = _Reader()
     cdef int64_t bad = -1
     bit = _bit_generator(rng)
+    # A view's blocks hold sample ids: int32 unless there are 2**31 samples or more.
+    s.small = want is not None and total < _PY1BR_BLOCK32_BELOW
+    cdef size_t width = sizeof(int32_t) if s.small else sizeof(int64_t)
     try:
-        s.a = <int64_t *>ss_alloc((room + 1) * sizeof(int64_t))
-        s.b = <int64_t *>ss_alloc((room + 1) * sizeof(int64_t))
+        s.a = <int64_t *>ss_alloc((room + 1) * width)
+        s.b = <int64_t *>ss_alloc((room + 1) * width)
         s.blocks = <int64_t *>malloc(2 * cap * sizeof(int64_t))
         s.bstarts = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
         s.cnt = <int64_t *>malloc((cap + 2) * sizeof(int64_t))
@@ -3615,6 +3675,8 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         free(s.nx); free(src.sizes); free(src.lens)
     if bad == -3:
         raise RuntimeError("py1br's draw queue ran short of the draws its shuffle reads (a bug)")
+    if bad == -4:
+        raise RuntimeError("py1br's wanted places, without an order, do not ascend (a bug)")
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -3733,8 +3795,11 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
         else:
             drawn = total
         threads = _mode == 3 or (_mode == 0 and drawn >= 200_000 and _second_core())
+    # A view's layout values are sample ids: int32 unless there are 2**31 samples or more.
+    cdef bint fx_small = pick and total < _PY2S_FX32_BELOW
     try:
-        s.fx = <int64_t *>ss_alloc((fx_len + 1) * sizeof(int64_t))
+        s.fx = <int64_t *>ss_alloc((fx_len + 1) * (sizeof(int32_t) if fx_small
+                                                   else sizeof(int64_t)))
         s.buf = <int64_t *>ss_alloc((draws + 1) * sizeof(int64_t))
         s.perm = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
         s.pstarts = <int64_t *>malloc((most_pieces + 1) * sizeof(int64_t))
@@ -3773,7 +3838,10 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
                     f.L1 = &L1[0] if nodes else NULL
                     f.fxoff = &fxoff[0] if nodes else NULL
                     f.nodes = nodes
-                    f.fx = s.fx
+                    if fx_small:
+                        f.fx32 = <int32_t *>s.fx
+                    else:
+                        f.fx = s.fx
                     with nogil:
                         bad = ss_py2s_view(&f, threads, er.reader(), er.bg,
                                            &ps[0] if npieces else NULL,
@@ -3786,6 +3854,8 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
     finally:
         free(s.fx); free(s.buf); free(s.perm); free(s.pstarts); free(s.cnt); free(s.nx)
         free(s.j); free(f.scratch); free(f.j)
+    if bad == -4:
+        raise RuntimeError("py2s's wanted places, without an order, do not ascend (a bug)")
     if bad >= 0:
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
@@ -3881,6 +3951,10 @@ _queue_min_draws = 700_000
 # running far ahead gains (1e7, medians: 4M 48-50 ms, 1M 38-45, 512K 40-44, 256K 42-47);
 # py1br's caller needs its block sizes only once its helper reaches a wanted node (64K-4M
 # alike).
+# The views of py1br (its blocks) and py2s (its wanted nodes' layout values) hold sample ids as
+# int32 below this many samples (tests lower them to exercise the int64 paths).
+_PY1BR_BLOCK32_BELOW = 1 << 31
+_PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
 _PY1BR_RING = 1 << 18
 # The last draw queue's fate, for tests: (helper started, consumer took it over).

@@ -3,6 +3,8 @@ pure-NumPy twins of the reference algorithms; the kernels draw exactly NumPy's d
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -260,9 +262,16 @@ def _rng_copy(rng):
     kind=st.sampled_from(KINDS),
     mode=st.sampled_from([0, 1, 2, 3]),
     pre=st.booleans(),
+    wide=st.booleans(),
     data=st.data(),
 )
-def test_py1br_kernel_every_path(sizes, nc, seed, block, kind, mode, pre, data):
+def test_py1br_kernel_every_path(sizes, nc, seed, block, kind, mode, pre, wide, data):
+    # wide: a view's blocks of int64 ids (as past 2**31 samples), not int32.
+    with _wide_ids(wide):
+        _check_py1br_kernel(sizes, nc, seed, block, kind, mode, pre, data)
+
+
+def _check_py1br_kernel(sizes, nc, seed, block, kind, mode, pre, data):
     if kind is not np.random.PCG64 and mode == 2:
         mode = 1  # (mode 3 falls back to the generic path itself, threads kept)
     sizes = np.array(sizes, np.int64)
@@ -304,6 +313,26 @@ def test_py1br_kernel_every_path(sizes, nc, seed, block, kind, mode, pre, data):
         assert np.array_equal(got, expect)
         if exact:
             assert _same_state(r, twin_rng)
+    # Places grouped by node and given without an order (taken in turn).
+    for flat, turn_bounds, idx in _in_turn(places, starts[bounds]):
+        got = np.empty(len(flat), np.int64)
+        _shuffle.py1br_places(_rng_copy(rng), begins, span_sizes, bounds, stagger, low, high,
+                              got, flat, turn_bounds, None, exact=False, _mode=mode)
+        assert np.array_equal(got, expect[idx])
+
+
+def _in_turn(places, node_bounds):
+    """The valid places grouped by node (as ``group_places`` groups them) with their group
+    bounds and where each came from: once in ``group_places``' order within each node, once
+    ascending within each node (no order needed). Yields ``(places, bounds, indices)``."""
+    got = np.empty(len(places), np.int64)
+    bounds, order = _shuffle.group_places(places, node_bounds, got)
+    idx = np.arange(len(places)) if order is None else np.asarray(order, np.int64)
+    yield places[idx], bounds, idx
+    for a, z in zip(bounds[:-1], bounds[1:]):
+        seg = idx[a:z]
+        idx[a:z] = seg[np.argsort(places[seg], kind="stable")]
+    yield places[idx], bounds, idx
 
 
 def _py2s_twin_kernels(fixed, epoch, layout, n):
@@ -333,9 +362,30 @@ def _py2s_twin_kernels(fixed, epoch, layout, n):
     seed=seeds_st,
     kind=st.sampled_from(KINDS),
     mode=st.sampled_from([0, 1, 2, 3]),
+    wide=st.booleans(),
     data=st.data(),
 )
-def test_py2s_kernel_every_path(sizes, nc, seed, kind, mode, data):
+def test_py2s_kernel_every_path(sizes, nc, seed, kind, mode, wide, data):
+    # wide: a view's layout values held as int64 (as past 2**31 samples), not int32.
+    with _wide_ids(wide):
+        _check_py2s_kernel(sizes, nc, seed, kind, mode, data)
+
+
+@contextlib.contextmanager
+def _wide_ids(wide: bool):
+    """Views hold sample ids in int64 scratch (as past 2**31 samples), not int32."""
+    names = ("_PY1BR_BLOCK32_BELOW", "_PY2S_FX32_BELOW")
+    was = [getattr(_shuffle, name) for name in names]
+    for name in names:
+        setattr(_shuffle, name, 0 if wide else getattr(_shuffle, name))
+    try:
+        yield
+    finally:
+        for name, value in zip(names, was):
+            setattr(_shuffle, name, value)
+
+
+def _check_py2s_kernel(sizes, nc, seed, kind, mode, data):
     if kind is not np.random.PCG64 and mode == 2:
         mode = 1  # (mode 3 falls back to the generic path itself, threads kept)
     sizes = np.array(sizes, np.int64)
@@ -363,6 +413,12 @@ def test_py2s_kernel_every_path(sizes, nc, seed, kind, mode, data):
         assert np.array_equal(got, expect)
         if exact:
             assert _same_state(f, tf) and _same_state(e, te)
+    # Places grouped by node and given without an order (taken in turn).
+    for flat, turn_bounds, idx in _in_turn(places, node_bounds):
+        got = np.empty(len(flat), np.int64)
+        _shuffle.py2s_places(_rng_copy(fixed), _rng_copy(epoch), *layout, got, flat, turn_bounds,
+                             None, exact=False, _mode=mode)
+        assert np.array_equal(got, expect[idx])
 
 
 @pytest.fixture(params=[True, False], ids=["groups", "words"])
@@ -374,8 +430,14 @@ def simd(request):
 
 
 @pytest.mark.parametrize("mode", [0, 2, 3])
+@pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
 @pytest.mark.parametrize("algo", ["py1br", "py2s"])
-def test_large_views_take_the_raw_skip_and_helper_paths(algo, mode, simd):
+def test_large_views_take_the_raw_skip_and_helper_paths(algo, wide, mode, simd):
+    with _wide_ids(wide):
+        _check_large_view(algo, mode)
+
+
+def _check_large_view(algo, mode):
     # ~1.2M samples: bulk raw reads, count-only skips of whole nodes and of blocks/pieces
     # (SSE block counting on long runs of words; py1br's 60k blocks are counted and drawn 64
     # words at a time with AVX2), the helper / second thread (mode 3 forces it; mode 0 takes
