@@ -61,3 +61,27 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"test-{uuid.uuid4().hex[:16]}"
     boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=name)
     return f"s3://{name}"
+
+
+# ---- Untrusted shards --------------------------------------------------------------------------
+
+
+def _zstd_bomb(zip_path: str, extra: int) -> int:
+    """Rewrite a zstd shard file as its payload plus ``extra`` zero bytes, in a frame that does
+    not declare its size (so only a bounded decompressor notices in time); returns its size."""
+    import zstandard
+
+    with open(zip_path, "rb") as f:
+        raw = zstandard.ZstdDecompressor().decompress(f.read())
+    cobj = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    bomb = cobj.compress(raw + bytes(extra)) + cobj.flush()
+    with open(zip_path, "wb") as f:
+        f.write(bomb)
+    return len(bomb)
+
+
+@pytest.fixture
+def zstd_bomb() -> Callable[[str, int], int]:
+    """:func:`_zstd_bomb`: turn a zstd shard file into a decompression bomb."""
+    return _zstd_bomb
+

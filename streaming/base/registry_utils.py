@@ -1,17 +1,4 @@
 """Re-export of :mod:`streaming.registry` at the reference's path."""
 
-from streaming.registry import (
-    TypedRegistry,
-    construct_from_registry,
-    create_registry,
-    import_file,
-    save_registry,
-)
-
-__all__ = [
-    "TypedRegistry",
-    "create_registry",
-    "construct_from_registry",
-    "import_file",
-    "save_registry",
-]
+from streaming.registry import *  # noqa: F403
+from streaming.registry import __all__  # noqa: F401

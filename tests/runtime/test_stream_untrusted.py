@@ -86,21 +86,13 @@ def _mds(remote: str, compression: str) -> dict:
         return json.load(f)["shards"][0]
 
 
-def test_decompression_bomb_is_refused(tmp_path) -> None:
+def test_decompression_bomb_is_refused(tmp_path, zstd_bomb) -> None:
     """A valid shard followed by 64 MiB of zeros in a zstd frame that does not declare its size
     was written out whole (past ``cache_limit``) and read normally."""
-    import zstandard
-
     remote, local = str(tmp_path / "remote"), str(tmp_path / "local")
     shard = _mds(remote, "zstd")
-    zip_path = os.path.join(remote, shard["zip_data"]["basename"])
-    with open(zip_path, "rb") as f:
-        raw = zstandard.ZstdDecompressor().decompress(f.read())
-    cobj = zstandard.ZstdCompressor(write_content_size=False).compressobj()
-    bomb = cobj.compress(raw + bytes(64 << 20)) + cobj.flush()
-    with open(zip_path, "wb") as f:
-        f.write(bomb)
-    _edit_index(remote, lambda s: s["zip_data"].update(bytes=len(bomb)))
+    size = zstd_bomb(os.path.join(remote, shard["zip_data"]["basename"]), 64 << 20)
+    _edit_index(remote, lambda s: s["zip_data"].update(bytes=size))
     ds = StreamingDataset(remote=remote, local=local, batch_size=2, cache_limit="10mb")
     cached_zip = os.path.join(local, shard["zip_data"]["basename"])
     with pytest.raises(ValueError, match=f"{cached_zip}: .*beyond {shard['raw_data']['bytes']}"):
