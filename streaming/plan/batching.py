@@ -92,6 +92,12 @@ def _stream_partition(
 ) -> NDArray[np.int64]:
     """One stream's partition (batch size and nodes as given), mapped to underlying ids."""
     units, small_per_big = _resample_spec(spec, epoch, stream_id, False)
+    if not len(small_per_big):
+        # (The reference fails on this too, in NumPy: "need at least one array to concatenate".)
+        raise ValueError(
+            f"Stream {stream_id} gets no samples this epoch (its choose, proportion or the "
+            f"epoch_size leave it none), but {spec.batching_method} batching needs samples from "
+            f"every stream; give it some or use another batching_method")
     parts = get_partitions(
         spec.partition_algo,
         len(small_per_big),

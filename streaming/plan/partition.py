@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming._kernels import _partition
+from streaming.plan.spec import get_algorithm
 
 __all__ = [
     "algos",
@@ -440,12 +441,7 @@ def get_partitions(
         ValueError: If ``algo`` is unknown, the world does not fit, or ``drop_first`` is beyond
             the epoch.
     """
-    try:
-        get = algos[algo]
-    except KeyError:
-        raise ValueError(
-            f"partition_algo: unknown partition algorithm {algo!r}; choose one of {sorted(algos)}"
-        ) from None
+    get = get_algorithm("partition_algo", algos, algo)
     world_size = int(ranks_per_node) * int(num_physical_nodes)
     if world_size < 1:
         raise ValueError(f"the world must have at least one rank, got {world_size}")

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming._kernels import _plan, _shuffle
+from streaming.plan.spec import get_algorithm
 
 __all__ = [
     "algos",
@@ -709,12 +710,8 @@ def get_shuffle(
         NDArray[np.int64]: 1:1 mapping of sample ID to shuffled sample ID.
 
     Raises:
-        ValueError: If ``algo`` is unknown.
+        UnknownAlgorithmError: If ``algo`` is unknown (a ``KeyError``, as in the reference, and a
+            ``ValueError``).
     """
-    try:
-        get = algos[algo]
-    except KeyError:
-        raise ValueError(
-            f"shuffle_algo: unknown shuffle algorithm {algo!r}; choose one of {sorted(algos)}"
-        ) from None
+    get = get_algorithm("shuffle_algo", algos, algo)
     return get(shard_sizes, num_canonical_nodes, seed, epoch, block_size)

@@ -8,12 +8,47 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "UnknownAlgorithmError",
+    "get_algorithm",
     "PlanSpec",
     "default_num_canonical_nodes",
     "default_predownload",
     "default_shuffle_block_size",
     "parallel_world_shape",
 ]
+
+
+class UnknownAlgorithmError(KeyError, ValueError):
+    """An unknown shuffle or partition algorithm name.
+
+    The reference lets the ``KeyError`` of its algorithm table through; this is one too, and a
+    ``ValueError`` as well, so handlers written for either catch it. Its message names the
+    argument and the known names.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def get_algorithm(kind: str, algos: dict, name: str):
+    """Return ``algos[name]``.
+
+    Args:
+        kind (str): The argument the name came from (``shuffle_algo``, ``partition_algo``).
+        algos (Dict[str, Any]): The known algorithms.
+        name (str): The name asked for.
+
+    Returns:
+        Any: The algorithm.
+
+    Raises:
+        UnknownAlgorithmError: ``name`` is not one of ``algos``.
+    """
+    try:
+        return algos[name]
+    except (KeyError, TypeError):
+        raise UnknownAlgorithmError(
+            f"{kind}: unknown algorithm {name!r}; choose one of {sorted(algos)}") from None
 
 
 def default_num_canonical_nodes(shuffle_algo: str, num_physical_nodes: int) -> int:

@@ -39,12 +39,30 @@ def _spec(**kw) -> PlanSpec:
 
 
 def test_unknown_algorithms_are_named():
-    with pytest.raises(ValueError, match="py9"):
-        get_shuffle("py9", np.array([3]), 1, 0, 0)
-    with pytest.raises(ValueError, match="diagonal"):
-        get_partitions("diagonal", 10, 1, 1, 1, 1, 1)
+    # A KeyError as the reference's (its algorithm tables raise it), and a ValueError naming
+    # the argument and the choices.
+    for call, name, argument in (
+        (lambda: get_shuffle("py9", np.array([3]), 1, 0, 0), "'py9'", "shuffle_algo"),
+        (lambda: get_shuffle(["py1s"], np.array([3]), 1, 0, 0), "['py1s']", "shuffle_algo"),
+        (lambda: get_partitions("diagonal", 10, 1, 1, 1, 1, 1), "'diagonal'", "partition_algo"),
+    ):
+        with pytest.raises(KeyError) as info:
+            call()
+        assert isinstance(info.value, ValueError)
+        assert str(info.value).startswith(f"{argument}: unknown algorithm {name}; choose one")
     with pytest.raises(ValueError, match="Invalid batching method"):
         epoch_work(_spec(batching_method="zigzag"), 1, 1, 1, 0, 0)
+
+
+@pytest.mark.parametrize("method", ["stratified", "per_stream", "device_per_stream"])
+def test_a_stream_without_samples_is_named_by_per_stream_batching(method):
+    # Two streams, the second chosen down to nothing: the reference fails inside NumPy.
+    sizes = np.array([30, 17, 41, 8, 25], np.int64)
+    spec = _spec(shards_per_stream=[3, 2], choose_per_stream=[88, 0],
+                 proportion_per_stream=[1.0, 1.0], batching_method=method, shuffle=False)
+    with pytest.raises(ValueError, match=f"Stream 1 gets no samples.*{method} batching"):
+        epoch_work(spec, 1, 1, 1, 0, 0)
+    assert int(sizes[:3].sum()) == 88
 
 
 def test_bad_arguments_raise_clear_errors():
