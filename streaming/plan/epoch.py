@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from streaming._kernels import _plan
 from streaming.plan.batching import _batch_size, _block_size, _resample_spec, generate_work
 from streaming.plan.partition import worker_partition
-from streaming.plan.shuffle import shuffle_places
+from streaming.plan.shuffle import get_shuffle, shuffle_places
 from streaming.plan.spec import PlanSpec, parallel_world_shape
 
 __all__ = ["epoch_work", "worker_plan", "worker_work"]
@@ -59,6 +59,15 @@ def epoch_work(
         spec.batching_method, spec, (nodes, ranks, workers_per_rank), epoch, sample_in_epoch
     )
     return np.ascontiguousarray(work)
+
+
+def _reads_in_order(spec: PlanSpec, nodes: int, ranks: int, workers_per_rank: int,
+                    sample_in_epoch: int, batch_size: int, units: NDArray[np.int64]) -> bool:
+    """Whether the world's one worker is partitioned the epoch's places in order, unpadded: one
+    canonical node, nothing dropped, whole batches (both partition algorithms, then)."""
+    return (nodes == ranks == workers_per_rank == 1 and sample_in_epoch == 0
+            and spec.num_canonical_nodes == 1 and spec.epoch_size % batch_size == 0
+            and int(np.sum(units)) == spec.epoch_size)
 
 
 def worker_work(
@@ -135,6 +144,12 @@ def worker_plan(
 
     if not spec.shuffle:
         ids = places()
+    elif _reads_in_order(spec, nodes, ranks, workers_per_rank, sample_in_epoch, batch_size,
+                         units):
+        # Its places are the epoch's, in order: the shuffle is its plan (nothing epoch-sized to
+        # lay out and look up; this is a single-process run's time to first sample).
+        ids = get_shuffle(spec.shuffle_algo, units, spec.num_canonical_nodes, spec.shuffle_seed,
+                          epoch, _block_size(spec))
     else:
         # The places are computed while the shuffle's first draws are made (py1s).
         ids = shuffle_places(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streaming.base.batching as base_batching
 import streaming.base.partition as base_partition
@@ -21,6 +23,7 @@ from streaming.plan import (
     worker_plan,
     worker_work,
 )
+from streaming.plan.partition import worker_partition
 
 
 def _spec(**kw) -> PlanSpec:
@@ -115,6 +118,28 @@ def test_worker_plan_equals_slice_of_epoch_work(algo):
     # Every sample after the first 6 is seen (the rest are repeats to even out ranks).
     assert set(np.concatenate(seen).tolist()) <= set(range(121))
     assert len(set(np.concatenate(seen).tolist())) >= 121 - 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.integers(1, 200), batch_size=st.integers(1, 40),
+       algo=st.sampled_from(["orig", "relaxed"]), initial=st.sampled_from([None, 1, 2, 4]))
+def test_a_lone_worker_of_one_canonical_node_reads_in_order(batches, batch_size, algo, initial):
+    # The premise of worker_plan's shortcut: its places are the epoch's, in order.
+    n = batches * batch_size
+    places = worker_partition(algo, n, 1, 1, 1, 1, batch_size, 0, initial, 0, 0, 0)
+    assert np.array_equal(places, np.arange(n))
+
+
+@pytest.mark.parametrize("algo", ["py1e", "py1s", "py2s", "py1br", "naive"])
+@pytest.mark.parametrize("batch_size", [3, 4])  # 121 samples: padded, and not (with choose)
+def test_a_lone_worker_plan_equals_its_slice_of_epoch_work(algo, batch_size):
+    for choose in (None, 120):
+        kw = {} if choose is None else {"choose_per_stream": [choose]}
+        spec = _spec(shuffle_algo=algo, shuffle_block_size=20, num_canonical_nodes=1,
+                     batch_size=batch_size, **kw)
+        for epoch in (0, 1):
+            ids = worker_plan(spec, 1, 1, 1, epoch, 0, 0, 0, 0)
+            assert np.array_equal(ids, worker_work(epoch_work(spec, 1, 1, 1, epoch, 0), 0, 0, 0))
 
 
 def test_replication_plans_for_the_parallel_world():
