@@ -3260,6 +3260,16 @@ cdef extern from *:
         ss_py2s_fixed_run((ss_2s_fixed *)arg);
         return NULL;
     }
+    /* Node c's wanted places (entries want_bounds[c] .. ez, out[i] holding each one's position
+       in the node's layout) looked up in its layout values VALS, of T. */
+    #define SS_2S_LOOK_UP(T, VALS) do {                                                       \
+        const T *vals = (VALS);                                                               \
+        for (e = want_bounds[c]; e < ez; e++) {                                               \
+            if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);      \
+            int64_t i = ss_v_at(o32, o64, e);                                                 \
+            out[i] = vals[out[i]];                                                            \
+        }                                                                                     \
+    } while (0)
     /* The epoch's side (see ss_py2s_run for the draws) and the lookup. threads: 1 to draw the
        layout on a second thread. Returns -1, -4 (entries without an order out of turn: a
        bug) or a bad entry. */
@@ -3309,21 +3319,8 @@ cdef extern from *:
             /* A node's layout is MBs and the places land anywhere in it: each look-up's line
                is fetched SS_VD look-ups ahead, so the misses overlap. */
             int64_t ez = want_bounds[c + 1];
-            if (f->fx32) {
-                const int32_t *vals = f->fx32 + f->fxoff[c];
-                for (e = want_bounds[c]; e < ez; e++) {
-                    if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
-                    int64_t i = ss_v_at(o32, o64, e);
-                    out[i] = vals[out[i]];
-                }
-            } else {
-                const int64_t *vals = f->fx + f->fxoff[c];
-                for (e = want_bounds[c]; e < ez; e++) {
-                    if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);
-                    int64_t i = ss_v_at(o32, o64, e);
-                    out[i] = vals[out[i]];
-                }
-            }
+            if (f->fx32) SS_2S_LOOK_UP(int32_t, f->fx32 + f->fxoff[c]);
+            else SS_2S_LOOK_UP(int64_t, f->fx + f->fxoff[c]);
         }
         return -1;
     }
