@@ -16,6 +16,8 @@ from streaming import CSVWriter, XSVWriter
 from streaming.format import reader_from_json
 from streaming.local import LocalDataset
 
+_COLUMNS = {"x": "int", "s": "str"}
+
 
 def _patch_index(out: str, **changes) -> None:
     path = os.path.join(out, "index.json")
@@ -27,23 +29,23 @@ def _patch_index(out: str, **changes) -> None:
         json.dump(index, f)
 
 
-def test_wrong_newline_names_the_shard(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("writer", "ext", "change", "problem"),
+    [
+        (lambda out: CSVWriter(out=out, columns=_COLUMNS), "csv", {"newline": "\r\n\r\n"},
+         "does not end with the shard's newline"),
+        (lambda out: XSVWriter(out=out, columns=_COLUMNS, separator="|"), "xsv",
+         {"separator": ";"}, "sample has 1 field.*2 column"),
+    ],
+    ids=["newline", "separator"],
+)
+def test_wrong_delimiter_names_the_shard(tmp_path, writer, ext, change, problem) -> None:
     out = str(tmp_path)
-    with CSVWriter(out=out, columns={"x": "int", "s": "str"}) as w:
+    with writer(out) as w:
         w.write({"x": 12, "s": "hello"})
-    _patch_index(out, newline="\r\n\r\n")
-    data = os.path.join(out, "shard.00000.csv")
-    with pytest.raises(ValueError, match=f"{data}: .*does not end with the shard's newline"):
-        LocalDataset(out)[0]
-
-
-def test_wrong_separator_names_the_shard(tmp_path) -> None:
-    out = str(tmp_path)
-    with XSVWriter(out=out, columns={"x": "int", "s": "str"}, separator="|") as w:
-        w.write({"x": 12, "s": "hello"})
-    _patch_index(out, separator=";")
-    data = os.path.join(out, "shard.00000.xsv")
-    with pytest.raises(ValueError, match=f"{data}: sample has 1 field.*2 column"):
+    _patch_index(out, **change)
+    data = os.path.join(out, f"shard.00000.{ext}")
+    with pytest.raises(ValueError, match=f"{data}: .*{problem}"):
         LocalDataset(out)[0]
 
 
