@@ -30,7 +30,7 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
 
@@ -1499,6 +1499,88 @@ cdef extern from *:
         return warn;
     }
 
+    /* ---- py1e head: the first places of one canonical node's order, without ordering it ----
+       Every span's Fisher-Yates words are read and none kept (where each span's draws start
+       is recorded, and the block sizes and shifts start after the last); then every block size
+       is drawn, and the shifts read of the spans that can place a sample below `until` (the
+       others' jumped over). Only those spans are shuffled, from their recorded start on a
+       second reader r2 over the same stream (started where r was), and their samples placed
+       below `until` ordered as ss_py1e_node orders a node (by unit, then settled by position;
+       ties keep index order). Every other sample is placed at `until` or later, so these are
+       exactly the node order's first places. Returns how many (their ids in *out, malloc'd;
+       NULL for none), -1 when out of memory; *warn as ss_py1e_node's. */
+    static int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
+                                const int64_t *sizes, int64_t nspans, int64_t low,
+                                int64_t high, int64_t until, int64_t **out, int *warn) {
+        int64_t k, i, e, n = 0, off = 0, cnt = 0, cap = 0, largest = 0, got = -1;
+        ss_spanpos *pos = (ss_spanpos *)malloc((size_t)(nspans + 1) * sizeof(ss_spanpos));
+        int64_t *first = (int64_t *)malloc((size_t)(nspans + 1) * sizeof(int64_t));
+        ss_keyed *sel = NULL, *scratch = NULL;
+        uint32_t *x = NULL, *j = NULL;
+        int32_t *fine = NULL;
+        *out = NULL; *warn = 0;
+        if (pos == NULL || first == NULL) goto done;
+        for (k = 0; k < nspans; k++) n += sizes[k];
+        if (until > n) until = n;
+        for (k = 0; k < nspans; k++) {
+            pos[k].raw = ss_raw_used(r);
+            pos[k].half = (int64_t)r->half | ((int64_t)r->has_half << 32);
+            ss_fisher_yates_skip(r, sizes[k]);
+        }
+        for (k = 0; k < nspans; k++) {
+            int64_t m = sizes[k];
+            uint64_t draw;
+            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
+            if (cutoff < 0) { cutoff = 0; *warn = 1; }
+            double lower = -cutoff, upper = cutoff;
+            if (-(double)off > lower) lower = -(double)off;
+            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
+            double width = upper - lower;
+            first[k] = cnt;
+            if (m > 0 && (double)off + lower < (double)until) {
+                for (i = 0; i < m; i++) {
+                    double key = (double)(off + i) + (lower + width * ss_next_double(r));
+                    if (key < (double)until) {
+                        if (cnt == cap) {
+                            int64_t c = cap ? 2 * cap : 4096;
+                            ss_keyed *q = (ss_keyed *)realloc(sel, (size_t)c * sizeof(ss_keyed));
+                            if (q == NULL) goto done;
+                            sel = q; cap = c;
+                        }
+                        sel[cnt].key = key; sel[cnt].val = i;
+                        cnt++;
+                    }
+                }
+                if (cnt > first[k] && m > largest) largest = m;
+            } else {
+                ss_raw_skip(r, m);
+            }
+            off += m;
+        }
+        first[nspans] = cnt;
+        if (cnt == 0) { got = 0; goto done; }
+        x = (uint32_t *)malloc((size_t)largest * sizeof(uint32_t));
+        j = (uint32_t *)malloc((size_t)(largest + 1) * sizeof(uint32_t));
+        scratch = (ss_keyed *)malloc((size_t)cnt * sizeof(ss_keyed));
+        fine = (int32_t *)malloc((size_t)(until + 1) * sizeof(int32_t));
+        *out = (int64_t *)malloc((size_t)cnt * sizeof(int64_t));
+        if (x == NULL || j == NULL || scratch == NULL || fine == NULL || *out == NULL) goto done;
+        for (k = 0; k < nspans; k++) {
+            if (first[k + 1] == first[k]) continue;
+            ss_raw_seek_span(r2, &pos[k]);
+            ss_fisher_yates_raw_u32(r2, x, j, sizes[k]);
+            for (e = first[k]; e < first[k + 1]; e++)
+                sel[e].val = begins[k] + (int64_t)x[sel[e].val];
+        }
+        ss_fine_sort(sel, cnt, 0, until, scratch, fine, *out);
+        got = cnt;
+    done:
+        if (got < 0) { free(*out); *out = NULL; }
+        free(pos); free(first); free(sel); free(scratch); free(x); free(j); free(fine);
+        return got;
+    }
+
     """
     ctypedef struct ss_keyed:
         double key
@@ -1554,6 +1636,9 @@ cdef extern from *:
     void ss_py1e_free(ss_py1e_space *s) nogil
     int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes, int64_t nspans,
                      int64_t n, int64_t low, int64_t high, ss_py1e_space *s) nogil
+    int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
+                         const int64_t *sizes, int64_t nspans, int64_t low, int64_t high,
+                         int64_t until, int64_t **out, int *warn) nogil
 
 
 cdef bitgen_t *_bitgen(object bit) except NULL:
@@ -1767,6 +1852,85 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     finally:
         free(blocks)
         free(j)
+
+
+def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t low,
+              int64_t high, int64_t until):
+    """The first places of one canonical node's ``py1e`` order, without ordering the node.
+
+    The node holds spans ``begins``/``sizes`` (in final order); its places are ordered as
+    ``shuffle_nodes(rng, "py1e", ...)`` orders them. Its samples placed below position ``until``
+    are exactly its order's first places: they are returned, for the cost of reading the node's
+    draws (all Fisher-Yates words, read and dropped), shuffling only the spans that reach below
+    ``until``, and ordering only what they place there. ``rng`` is left as it is (its draws are
+    read from copies).
+
+    Args:
+        rng (numpy.random.Generator): Generator, after the span reorder.
+        begins (NDArray[np.int64]): First sample id of each span.
+        sizes (NDArray[np.int64]): Size of each span (non-negative).
+        low (int): Smallest block size (inclusive), non-negative.
+        high (int): Largest block size (exclusive), above ``low``.
+        until (int): Position bound (non-negative; past the node's samples, the whole node).
+
+    Returns:
+        Optional[Tuple[NDArray[np.int64], bool]]: The node order's first places (as many as
+            it places below ``until``) and whether some span outgrew its block; ``None`` where
+            the draws cannot be read ahead (a bit generator other than PCG64, or a span of more
+            than ``2**32`` samples).
+
+    Raises:
+        ValueError: If the arguments do not match.
+    """
+    cdef Py_ssize_t k, nspans = sizes.shape[0]
+    if begins.shape[0] != nspans:
+        raise ValueError("begins and sizes differ in length")
+    if not 0 <= low < high:
+        raise ValueError(f"bad block size range [{low}, {high})")
+    if until < 0:
+        raise ValueError(f"until must be non-negative, got {until}")
+    for k in range(nspans):
+        if sizes[k] < 0:
+            raise ValueError(f"span {k} has a negative size ({sizes[k]})")
+    bit = _bit_generator(rng)
+    if not _raw_mode(bit, 0, _largest(sizes)):
+        return None
+    cdef ss_raw r, r2
+    cdef bitgen_t rbg
+    cdef int64_t *ids = NULL
+    cdef int64_t got
+    cdef int warn = 0
+    memset(&r, 0, sizeof(r))
+    memset(&r2, 0, sizeof(r2))
+    first, second = _copy_of(bit), _copy_of(bit)
+    with bit.lock:
+        _raw_open(&r, bit, first)
+        try:
+            _raw_open(&r2, bit, second)
+        except BaseException:
+            ss_raw_close(&r)
+            raise
+    r.jump = _jump
+    r.jump_ctx = <void *>first
+    r2.jump = _jump
+    r2.jump_ctx = <void *>second
+    ss_raw_bitgen(&r, &rbg)
+    try:
+        with nogil:
+            got = ss_py1e_head(&r, &rbg, &r2, &begins[0] if nspans else NULL,
+                               &sizes[0] if nspans else NULL, nspans, low, high, until, &ids,
+                               &warn)
+    finally:
+        ss_raw_close(&r)
+        ss_raw_close(&r2)
+    if got < 0:
+        raise MemoryError()
+    out = np.empty(got, np.int64)
+    cdef int64_t[::1] o = out
+    if got:
+        memcpy(&o[0], ids, <size_t>got * sizeof(int64_t))
+    free(ids)
+    return out, warn == 1
 
 
 def shuffle_nodes(rng, str algo, const int64_t[:] begins, const int64_t[:] sizes,

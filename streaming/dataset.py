@@ -33,6 +33,7 @@ from streaming.plan import (
     default_num_canonical_nodes,
     default_shuffle_block_size,
     worker_plan,
+    worker_plan_head,
 )
 from streaming.plan import resample_streams as plan_resample_streams
 from streaming.plan_file import load_or_compute_plan
@@ -530,6 +531,25 @@ class StreamingDataset(Array, IterableDataset):
         work = load_or_compute_plan(self._runtime_dir, spec, shape, epoch, sample_in_epoch)
         return np.asarray(work[world.node, world.rank_of_node, world.worker_of_rank]).reshape(-1)
 
+    def _work_parts(self, world: World, epoch: int,
+                    sample_in_epoch: int) -> Iterator[NDArray[np.int64]]:
+        """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: a lone
+        reader of a large ``py1e`` epoch gets its first samples' ids first, the rest once
+        planned (see ``worker_plan_head``); any other plan is one part.
+        """
+        head = None
+        if isinstance(self.batch_size, int):
+            physical = self._unique_rank_world
+            head = worker_plan_head(self._plan_spec(), physical.num_nodes,
+                                    physical.ranks_per_node, world.workers_per_rank, epoch,
+                                    sample_in_epoch)
+        if head is None:
+            yield self._get_work(world, epoch, sample_in_epoch)
+            return
+        first, rest = head
+        yield first
+        yield rest()
+
     # -- the shard cache --------------------------------------------------------------------------
 
     def prepare_shard(self, shard_id: int, blocking: bool = True) -> None:
@@ -653,19 +673,20 @@ class StreamingDataset(Array, IterableDataset):
         key = None if info is None else [info.num_workers, int(info.seed) - info.id]
         presumed, resume = self._run.start_epoch(key, unique.worker_of_rank)
         epoch, sample_in_epoch = self._resume(parallel, presumed, resume)
-        sample_ids = self._get_work(parallel, epoch, sample_in_epoch)
-        if len(sample_ids) and sample_ids.min() < 0:
-            # Padding out; most plans have none, and the copy of an epoch-sized plan costs more
-            # than the look (~25 ms and 90 MB at 1e7 samples).
-            sample_ids = sample_ids[sample_ids >= 0]
-        if not len(sample_ids):
-            return
-        if type(self).get_item is not StreamingDataset.get_item or \
-                type(self).__getitem__ is not StreamingDataset.__getitem__:
-            # A subclass decides what a sample is: honour it, one sample at a time.
-            yield from self._iter_overridden(sample_ids)
-        else:
-            yield from self._iter_samples(sample_ids)
+        overridden = type(self).get_item is not StreamingDataset.get_item or \
+            type(self).__getitem__ is not StreamingDataset.__getitem__
+        for sample_ids in self._work_parts(parallel, epoch, sample_in_epoch):
+            if len(sample_ids) and sample_ids.min() < 0:
+                # Padding out; most plans have none, and the copy of an epoch-sized plan costs
+                # more than the look (~25 ms and 90 MB at 1e7 samples).
+                sample_ids = sample_ids[sample_ids >= 0]
+            if not len(sample_ids):
+                continue
+            if overridden:
+                # A subclass decides what a sample is: honour it, one sample at a time.
+                yield from self._iter_overridden(sample_ids)
+            else:
+                yield from self._iter_samples(sample_ids)
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
         """Return ``ahead(position)``: start preparing upcoming shards in the background.

@@ -79,6 +79,11 @@ def cases() -> list[dict]:
                                  "shuffle_seed": 1234}))
     out += [
         _case("shuffle_defaults", streams=three, kwargs={"batch_size": 8, "shuffle": True}),
+        # One canonical node (py1e's default for one node) and whole batches: a lone reader's
+        # plan is the shuffle itself (the project reads its head first).
+        _case("shuffle_py1e_one_node", streams=three,
+              kwargs={"batch_size": 4, "shuffle": True, "shuffle_algo": "py1e",
+                      "shuffle_block_size": 120, "shuffle_seed": 4321}),
         _case("proportion_epoch_size", kwargs={"batch_size": 8, "shuffle": True,
                                                "epoch_size": "1k"},
               streams=[{"dataset": "A", "remote": True, "proportion": 0.5},

@@ -5,7 +5,7 @@ and a position into every worker's sample ids, exactly as the reference ``Stream
 """
 
 from streaming.plan.batching import generate_work
-from streaming.plan.epoch import epoch_work, worker_plan, worker_work
+from streaming.plan.epoch import epoch_work, worker_plan, worker_plan_head, worker_work
 from streaming.plan.partition import get_partitions
 from streaming.plan.sampling import (
     StreamWeights,
@@ -37,5 +37,6 @@ __all__ = [
     "resample_streams",
     "resolve_stream_weights",
     "worker_plan",
+    "worker_plan_head",
     "worker_work",
 ]

@@ -42,3 +42,31 @@ def test_matches_reference(case, data_root, tmp_path):
         with world_env(rank, ranks, lws):
             got = run_rank(spec, data_root, local_root)
         assert got == expected, f"rank {rank}"
+
+
+SINGLE = [c for c in CASES if c["spec"]["world"]["ranks"] == 1 and not c["spec"]["num_workers"]]
+
+
+@pytest.mark.parametrize("case", SINGLE, ids=[c["spec"]["name"] for c in SINGLE])
+def test_matches_reference_reading_plan_heads_first(case, data_root, tmp_path, monkeypatch):
+    # Every epoch, however small, is read head first where a lone reader's plan has a head
+    # (see streaming.plan.worker_plan_head): the orders stay the reference's.
+    import streaming.dataset
+    from streaming.plan import epoch
+
+    monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    monkeypatch.setattr(epoch, "HEAD_UNTIL", 40)
+    heads = []
+
+    def spy(*args):
+        got = epoch.worker_plan_head(*args)
+        heads.append(got is not None)
+        return got
+
+    monkeypatch.setattr(streaming.dataset, "worker_plan_head", spy)
+    spec = case["spec"]
+    with world_env(0, 1, 1):
+        got = run_rank(spec, data_root, os.path.join(tmp_path, "node0"))
+    assert got == case["ranks"][0]
+    if spec["name"] == "shuffle_py1e_one_node":
+        assert heads == [True] * spec["epochs"]  # the head path was taken, every epoch

@@ -1,0 +1,187 @@
+"""py1e's head (the samples placed below a position, read without ordering the node) equals the
+first places of the whole order, and a lone reader's plan in two parts equals its plan."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming._kernels import _shuffle
+from streaming.plan import PlanSpec, epoch, worker_plan, worker_plan_head
+from streaming.plan.shuffle import get_shuffle_py1e, get_shuffle_py1e_head
+
+
+def _twin_head(rng, begins, sizes, low, high, until):
+    """The reference's draws for one node (span shuffles, then block sizes and shifts), its
+    stable order by position, and the samples placed below ``until``."""
+    parts = []
+    for b, s in zip(begins.tolist(), sizes.tolist()):
+        a = np.arange(b, b + s, dtype=np.int64)
+        rng.shuffle(a)
+        parts.append(a)
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    n = len(ids)
+    pos = np.arange(n).astype(np.float64)
+    off, warn = 0, False
+    for span in sizes.tolist():
+        block = rng.integers(low, high)
+        cutoff = (block - span) / 2
+        if cutoff < 0:
+            cutoff, warn = 0, True
+        lo, hi = max(-cutoff, -off), min(cutoff, n - off - span)
+        pos[off : off + span] += rng.uniform(lo, hi, span)
+        off += span
+    order = np.argsort(pos, kind="stable")
+    return ids[order][pos[order] < until], warn
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([0, 1, 2, 3, 17, 100, 255, 256, 257, 1000, 3000]),
+                   min_size=1, max_size=8),
+    seed=st.integers(0, 2**64 - 1),
+    low=st.integers(0, 4000),
+    extra=st.integers(1, 3000),
+    until=st.integers(0, 20_000),
+    skew=st.booleans(),
+)
+def test_head_is_the_order_below_until(sizes, seed, low, extra, until, skew):
+    sizes = np.array(sizes, np.int64)
+    begins = (np.cumsum(sizes) - sizes) * 3 + 11
+    rng = np.random.default_rng(seed)
+    if skew:  # a buffered half word at the start (an odd number of 32-bit draws made before)
+        rng.integers(0, 2**32 - 1, dtype=np.uint32)
+    before = rng.bit_generator.state
+    twin = np.random.default_rng()
+    twin.bit_generator.state = before
+    got = _shuffle.py1e_head(rng, begins, sizes, low, low + extra, until)
+    assert got is not None
+    head, warn = got
+    expect, expect_warn = _twin_head(twin, begins, sizes, low, low + extra, until)
+    assert np.array_equal(head, expect)
+    assert warn == expect_warn
+    assert rng.bit_generator.state == before  # read from copies: the caller's generator stays
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shard_sizes=st.lists(st.integers(1, 5000), min_size=1, max_size=12),
+    seed=st.integers(0, 2**63 - 10),
+    ep=st.integers(0, 5),
+    block=st.integers(5, 40_000),
+    until=st.integers(0, 70_000),
+)
+def test_epoch_head_is_the_epoch_order_s_first_places(shard_sizes, seed, ep, block, until):
+    with warnings.catch_warnings(record=True) as whole_warned:
+        warnings.simplefilter("always")
+        whole = get_shuffle_py1e(shard_sizes, 1, seed, ep, block)
+    with warnings.catch_warnings(record=True) as head_warned:
+        warnings.simplefilter("always")
+        head = get_shuffle_py1e_head(shard_sizes, 1, seed, ep, block, until)
+    assert head is not None
+    assert np.array_equal(head, whole[: len(head)])
+    assert len(head_warned) == len(whole_warned)  # the same warning, once
+    if until >= len(whole):
+        assert len(head) == len(whole)
+
+
+def test_a_large_epoch_s_head_is_cheap_and_exact():
+    # 1e6 samples in 9 shards, the dataset default's block for one node: the head holds the
+    # first places and is only a small share of the epoch.
+    sizes = np.full(9, 111_111, np.int64)
+    sizes[-1] += 1_000_000 - int(sizes.sum())
+    whole = get_shuffle_py1e(sizes, 1, 9176, 3, 4_000_000)
+    head = get_shuffle_py1e_head(sizes, 1, 9176, 3, 4_000_000, 1 << 17)
+    assert 0 < len(head) < len(whole) // 4
+    assert np.array_equal(head, whole[: len(head)])
+
+
+def test_no_head_where_it_cannot_be_read_ahead():
+    sizes = np.array([5, 7, 9], np.int64)
+    begins = np.array([0, 5, 12], np.int64)
+    assert get_shuffle_py1e_head(sizes, 2, 1, 0, 64, 100) is None  # more than one node
+    assert get_shuffle_py1e_head(sizes, 1, 1, 0, 0, 100) is None  # no block size range
+    rng = np.random.Generator(np.random.Philox(3))
+    assert _shuffle.py1e_head(rng, begins, sizes, 10, 20, 100) is None  # not PCG64
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([0, 1], [1], 1, 2, 5), "differ in length"),
+        (([0], [-1], 1, 2, 5), "negative size"),
+        (([0], [1], 2, 2, 5), "bad block size range"),
+        (([0], [1], -1, 2, 5), "bad block size range"),
+        (([0], [1], 1, 2, -1), "until must be non-negative"),
+    ],
+)
+def test_head_kernel_rejects_bad_arguments(args, message):
+    begins, sizes, low, high, until = args
+    with pytest.raises(ValueError, match=message):
+        _shuffle.py1e_head(np.random.default_rng(0), np.array(begins, np.int64),
+                           np.array(sizes, np.int64), low, high, until)
+
+
+def _spec(n=20_000, per=1_500, **kw):
+    sizes = np.full(n // per, per, np.int64)
+    if n % per:
+        sizes = np.append(sizes, n % per)
+    args = dict(samples_per_shard=sizes, shards_per_stream=[len(sizes)], choose_per_stream=[n],
+                proportion_per_stream=[1.0], num_canonical_nodes=1, batch_size=8, shuffle=True,
+                shuffle_algo="py1e", shuffle_seed=77, shuffle_block_size=6_000)
+    args.update(kw)
+    return PlanSpec(**args)
+
+
+@pytest.mark.parametrize("partition_algo", ["orig", "relaxed"])
+@pytest.mark.parametrize("ep", [0, 2])
+def test_plan_in_two_parts_is_the_plan(monkeypatch, partition_algo, ep):
+    monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
+    spec = _spec(partition_algo=partition_algo)
+    got = worker_plan_head(spec, 1, 1, 1, ep, 0)
+    assert got is not None
+    head, rest = got
+    assert 0 < len(head) < spec.epoch_size
+    whole = worker_plan(spec, 1, 1, 1, ep, 0, 0, 0, 0)
+    assert np.array_equal(np.concatenate([head, rest()]), whole)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(world=(1, 1, 2)),  # two workers
+        dict(world=(1, 2, 1)),  # two ranks
+        dict(sample_in_epoch=8),  # resumed
+        dict(spec=dict(shuffle_algo="py1s")),
+        dict(spec=dict(num_canonical_nodes=2)),
+        dict(spec=dict(shuffle=False)),
+        dict(spec=dict(batching_method="stratified")),
+        dict(spec=dict(batch_size=7)),  # the epoch is not whole batches: padded
+        dict(min_samples=None),  # the default floor: a 20,000-sample plan is quick anyway
+    ],
+)
+def test_other_plans_have_no_head(monkeypatch, change):
+    if "min_samples" not in change:
+        monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    spec = _spec(**change.get("spec", {}))
+    world = change.get("world", (1, 1, 1))
+    assert worker_plan_head(spec, *world, 0, change.get("sample_in_epoch", 0)) is None
+
+
+def test_the_rest_raises_what_planning_raised(monkeypatch):
+    monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
+
+    def broken(*args, **kwargs):
+        raise MemoryError("planning ran out of memory")
+
+    monkeypatch.setattr(epoch, "_py1e_epoch", broken)
+    head, rest = worker_plan_head(_spec(), 1, 1, 1, 0, 0)
+    assert len(head)
+    with pytest.raises(MemoryError, match="planning ran out"):
+        rest()
