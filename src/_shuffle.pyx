@@ -1581,6 +1581,65 @@ cdef extern from *:
         return got;
     }
 
+    /* ---- py1e node scout: where each canonical node's draws start ----
+       A view of py1e draws its wanted nodes whole, and only passes the others (their
+       Fisher-Yates words read, their block sizes drawn, their shifts jumped over); where a node's
+       draws start depends on every word before it. On a second core the scout passes every node
+       up to `limit` from its own copy of the generator, recording where each one starts; the
+       caller jumps straight to each wanted node once the scout has found it and draws it there,
+       so the nodes it does not want cost it nothing (at nc=64 a worker wants 8 nodes of 64). */
+    typedef struct {
+        pthread_t th;
+        int started, stop, warn;
+        ss_raw r;
+        bitgen_t rbg;
+        const int64_t *sizes, *node_spans;
+        int64_t limit, low, high;
+        ss_spanpos *pos;             /* limit + 1 */
+        int64_t done;                /* nodes passed: pos[0 .. done] hold (atomic) */
+    } ss_nscout;
+    static void *ss_nscout_main(void *arg) {
+        ss_nscout *s = (ss_nscout *)arg;
+        for (int64_t c = 0; c < s->limit; c++) {
+            if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) break;
+            int64_t a = s->node_spans[c], z = s->node_spans[c + 1], n = 0;
+            for (int64_t k = a; k < z; k++) {
+                ss_fisher_yates_skip(&s->r, s->sizes[k]);
+                n += s->sizes[k];
+            }
+            if (n) s->warn |= ss_py1e_skip(&s->r, &s->rbg, &s->sizes[a], z - a, s->low, s->high);
+            s->pos[c + 1].raw = ss_raw_used(&s->r);
+            s->pos[c + 1].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+            __atomic_store_n(&s->done, c + 1, __ATOMIC_RELEASE);
+        }
+        ss_tstate_drop();  /* the jumps' thread state (ss_tstate_keep), if one was made */
+        return NULL;
+    }
+    /* 0 when the thread runs (s->r, rbg, sizes, node_spans, limit, low, high, pos set up). */
+    static int ss_nscout_start(ss_nscout *s) {
+        s->pos[0].raw = 0;
+        s->pos[0].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+        if (pthread_create(&s->th, NULL, ss_nscout_main, s) != 0) return -1;
+        s->started = 1;
+        return 0;
+    }
+    /* Wait until the scout has found where node c starts (c <= limit). */
+    static void ss_nscout_wait(ss_nscout *s, int64_t c) {
+        int spins = 0;
+        while (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) < c) {
+            if (++spins < 64) { sched_yield(); continue; }
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    static void ss_nscout_stop(ss_nscout *s) {
+        if (s->started) {
+            __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+            pthread_join(s->th, NULL);
+            s->started = 0;
+        }
+    }
+
     """
     ctypedef struct ss_keyed:
         double key
@@ -1639,6 +1698,19 @@ cdef extern from *:
     int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
                          const int64_t *sizes, int64_t nspans, int64_t low, int64_t high,
                          int64_t until, int64_t **out, int *warn) nogil
+    ctypedef struct ss_nscout:
+        int started
+        int warn
+        ss_raw r
+        bitgen_t rbg
+        const int64_t *sizes
+        const int64_t *node_spans
+        int64_t limit, low, high
+        ss_spanpos *pos
+        int64_t done
+    int ss_nscout_start(ss_nscout *s) nogil
+    void ss_nscout_wait(ss_nscout *s, int64_t c) nogil
+    void ss_nscout_stop(ss_nscout *s) nogil
 
 
 cdef bitgen_t *_bitgen(object bit) except NULL:
@@ -2486,6 +2558,79 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
     return -1
 
 
+# py1e views: a node scout passes the nodes on a second core (see ss_nscout): 0 never, 1 when
+# worth it, 2 always (tests).
+_py1e_node_scout = 1
+
+
+cdef bint _nscout_worth(const int64_t[:] node_spans, const int64_t[:] want_bounds,
+                        Py_ssize_t limit, int mode):
+    """Whether a py1e view's nodes are worth scouting: with a second core, at least two wanted
+    nodes among the first ``limit`` and at least two others (with one wanted node at the end,
+    as a view of nc=8's last node, the caller would only wait for the scout)."""
+    if mode != 0 or _py1e_node_scout == 0:
+        return False
+    if _py1e_node_scout == 2:
+        return limit > 0
+    cdef Py_ssize_t c, wanted = 0
+    for c in range(limit):
+        if want_bounds[node_spans[c + 1]] > want_bounds[node_spans[c]]:
+            wanted += 1
+    return wanted >= 2 and limit - wanted >= 2 and _second_core()
+
+
+cdef Py_ssize_t _draw_nodes_scouted(ss_raw *r, bitgen_t *bg, ss_nscout *ns,
+                                    const int64_t[:] begins, const int64_t[:] sizes,
+                                    const int64_t[:] node_spans, int64_t low, int64_t high,
+                                    int64_t[:] out, const int64_t[:] want,
+                                    const int64_t[:] want_bounds, const int32_t *o32,
+                                    const int64_t *o64, const ss_cols *cols, int64_t *buf,
+                                    uint32_t *j, ss_py1e_space *sp, int *warn) noexcept nogil:
+    """:func:`_draw_nodes` of a py1e view (wanted places, a reader) with a node scout running:
+    each wanted node is drawn where the scout found it starts; the others are left to the
+    scout. The reader ends where the scout's last node ends. Returns -1, -2 (out of memory) or
+    the entry of the grouping whose place is outside its span."""
+    cdef Py_ssize_t c, k, e, a, z, n, place, node_start = 0, span_start, left
+    cdef int got
+    for c in range(ns.limit):
+        a = node_spans[c]
+        z = node_spans[c + 1]
+        n = 0
+        span_start = node_start
+        for k in range(a, z):
+            e = _check_span(want, o32, o64, cols, want_bounds[k], want_bounds[k + 1],
+                            span_start, sizes[k])
+            if e >= 0:
+                return e
+            span_start += sizes[k]
+            n += sizes[k]
+        if want_bounds[z] > want_bounds[a]:
+            ss_nscout_wait(ns, c)
+            ss_raw_seek_span(r, &ns.pos[c])
+            place = 0
+            for k in range(a, z):
+                _draw_span(r, bg, begins[k], sizes[k], &buf[place], j)
+                place += sizes[k]
+            if n:
+                got = ss_py1e_node(r, bg, buf, &sizes[a], z - a, n, low, high, sp)
+                if got < 0:
+                    return -2
+                warn[0] |= got
+            if cols != NULL:
+                left = 0
+                for e in range(want_bounds[a], want_bounds[z]):
+                    _col_step(cols, e, &k, &left)
+                    out[k] = buf[want[k] - node_start]
+            else:
+                for e in range(want_bounds[a], want_bounds[z]):
+                    k = _at(o32, o64, e)
+                    out[k] = buf[want[k] - node_start]
+        node_start += n
+    ss_nscout_wait(ns, ns.limit)
+    ss_raw_seek_span(r, &ns.pos[ns.limit])
+    return -1
+
+
 cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins,
                                 const int64_t[:] sizes, const int64_t[:] node_spans,
                                 int64_t low, int64_t high, int64_t[:] out,
@@ -2499,7 +2644,7 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
     the spans it has passed are jumped to, not read."""
     cdef ss_raw r
     cdef bitgen_t rbg
-    cdef Py_ssize_t k, bad = -1, known = 0
+    cdef Py_ssize_t k, bad = -1, known = 0, limit
     copy = _copy_of(bit)
     cdef bitgen_t *gens[3]
     cdef void *ctxs[3]
@@ -2515,8 +2660,14 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
                                     cols, buf, j, scout.s.pos, known)
             if bad >= 0:
                 return bad
-        helpers = _helper_copies(bit, spread, sizes, node_spans,
-                                 node_spans.shape[0] - 1 if exact else last + 1, mode, known)
+        limit = node_spans.shape[0] - 1 if exact else last + 1
+        if spread and buf != NULL and _nscout_worth(node_spans, want_bounds, limit, mode):
+            bad = _draw_nodes_with_scout(bit, &r, &rbg, begins, sizes, node_spans, low, high,
+                                         out, want, want_bounds, o32, o64, cols, limit, buf, j,
+                                         sp, warn)
+            if bad != -3:
+                return bad
+        helpers = _helper_copies(bit, spread, sizes, node_spans, limit, mode, known)
         if helpers is not None:
             for k in range(3):
                 # At the reader's next raw (past any jump it still owes).
@@ -2534,6 +2685,48 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
             ss_pref_free(&r)
         ss_raw_close(&r)
         _raw_finish(&r, bit)
+    return bad
+
+
+cdef Py_ssize_t _draw_nodes_with_scout(object bit, ss_raw *r, bitgen_t *rbg,
+                                       const int64_t[:] begins, const int64_t[:] sizes,
+                                       const int64_t[:] node_spans, int64_t low, int64_t high,
+                                       int64_t[:] out, const int64_t[:] want,
+                                       const int64_t[:] want_bounds, const int32_t *o32,
+                                       const int64_t *o64, const ss_cols *cols,
+                                       Py_ssize_t limit, int64_t *buf, uint32_t *j,
+                                       ss_py1e_space *sp, int *warn) except -4:
+    """Start a node scout over the first ``limit`` nodes from ``bit``'s state (where the reader
+    ``r`` starts) and draw the view with it (:func:`_draw_nodes_scouted`). Returns as that does,
+    or -3 when no thread could be started (nothing drawn: the caller draws alone)."""
+    cdef ss_nscout ns
+    cdef Py_ssize_t bad = -3
+    memset(&ns, 0, sizeof(ns))
+    copy = _copy_of(bit)
+    _raw_open(&ns.r, bit, copy)
+    try:
+        ns.r.jump = _jump
+        ns.r.jump_ctx = <void *>copy
+        ss_raw_bitgen(&ns.r, &ns.rbg)
+        ns.sizes = &sizes[0]
+        ns.node_spans = &node_spans[0]
+        ns.limit = limit
+        ns.low = low
+        ns.high = high
+        ns.pos = <ss_spanpos *>malloc((limit + 1) * sizeof(ss_spanpos))
+        if ns.pos == NULL:
+            raise MemoryError()
+        if ss_nscout_start(&ns) != 0:
+            return -3
+        with nogil:
+            bad = _draw_nodes_scouted(r, rbg, &ns, begins, sizes, node_spans, low, high, out,
+                                      want, want_bounds, o32, o64, cols, buf, j, sp, warn)
+    finally:
+        with nogil:
+            ss_nscout_stop(&ns)
+        free(ns.pos)
+        ss_raw_close(&ns.r)
+    warn[0] |= ns.warn
     return bad
 
 

@@ -185,3 +185,60 @@ def test_the_rest_raises_what_planning_raised(monkeypatch):
     assert len(head)
     with pytest.raises(MemoryError, match="planning ran out"):
         rest()
+
+
+# ---- py1e views with a node scout (a second thread finding where each node's draws start) ----
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    node_sizes=st.lists(
+        st.lists(st.sampled_from([0, 1, 2, 3, 17, 255, 256, 1000, 3000]), max_size=4),
+        min_size=1, max_size=10),
+    seed=st.integers(0, 2**64 - 1),
+    low=st.integers(0, 3000),
+    extra=st.integers(1, 2000),
+    exact=st.booleans(),
+    data=st.data(),
+)
+def test_node_scout_draws_the_view_as_alone(node_sizes, seed, low, extra, exact, data):
+    sizes = np.array([s for node in node_sizes for s in node], np.int64)
+    begins = (np.cumsum(sizes) - sizes) * 5 + 3
+    bounds = np.cumsum([0] + [len(node) for node in node_sizes]).astype(np.int64)
+    total = int(sizes.sum())
+    want = np.unique(np.array(
+        data.draw(st.lists(st.integers(0, max(total - 1, 0)), max_size=80)), np.int64))
+    want = want[want < total]
+    starts = np.cumsum(sizes) - sizes
+    want_bounds = np.searchsorted(want, np.append(starts, total)).astype(np.int64)
+    full = np.empty(total, np.int64)
+    full_warn = _shuffle.shuffle_nodes(np.random.default_rng(seed), "py1e", begins, sizes,
+                                       bounds, low, low + extra, full)
+    results = []
+    for scout in (0, 2):
+        rng = np.random.default_rng(seed)
+        out = np.empty(len(want), np.int64)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_shuffle, "_py1e_node_scout", scout)
+            warn = _shuffle.shuffle_nodes(rng, "py1e", begins, sizes, bounds, low, low + extra,
+                                          out, want, want_bounds, exact=exact)
+        assert np.array_equal(out, full[want])
+        results.append((warn, rng.bit_generator.state))
+    assert results[0] == results[1]  # the same warning, the generator left in the same place
+    if exact:
+        assert results[1][0] == full_warn
+
+
+@pytest.mark.parametrize("scout", [0, 1, 2])
+def test_node_scout_in_worker_plans(monkeypatch, scout):
+    # Every worker of 4 ranks x 2 workers over 32 canonical nodes wants a few nodes spread
+    # over the epoch (the scout's case); each worker's plan is its share of the epoch's.
+    from streaming.plan import epoch_work, worker_work
+
+    monkeypatch.setattr(_shuffle, "_py1e_node_scout", scout)
+    spec = _spec(n=64_000, per=700, num_canonical_nodes=32, shuffle_block_size=3_000)
+    work = epoch_work(spec, 1, 4, 2, 1, 0)
+    for rank in range(4):
+        for worker in range(2):
+            got = worker_plan(spec, 1, 4, 2, 1, 0, 0, rank, worker)
+            assert np.array_equal(got, worker_work(work, 0, rank, worker))
