@@ -533,16 +533,17 @@ class StreamingDataset(Array, IterableDataset):
 
     def _work_parts(self, world: World, epoch: int,
                     sample_in_epoch: int) -> Iterator[NDArray[np.int64]]:
-        """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: a lone
-        reader of a large ``py1e`` epoch gets its first samples' ids first, the rest once
-        planned (see ``worker_plan_head``); any other plan is one part.
+        """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: with a
+        large ``py1e`` epoch over one canonical node, its first samples' ids first, the rest
+        once planned (see ``worker_plan_head``); any other plan is one part.
         """
         head = None
         if isinstance(self.batch_size, int):
             physical = self._unique_rank_world
             head = worker_plan_head(self._plan_spec(), physical.num_nodes,
                                     physical.ranks_per_node, world.workers_per_rank, epoch,
-                                    sample_in_epoch)
+                                    sample_in_epoch, world.node, world.rank_of_node,
+                                    world.worker_of_rank)
         if head is None:
             yield self._get_work(world, epoch, sample_in_epoch)
             return

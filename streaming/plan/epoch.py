@@ -186,13 +186,18 @@ def worker_plan_head(
     workers_per_rank: int,
     epoch: int,
     sample_in_epoch: int,
+    node: int,
+    rank_of_node: int,
+    worker_of_rank: int,
 ) -> tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]] | None:
-    """A lone reader's plan in two parts, the first one as soon as possible.
+    """``worker_plan``'s ids in two parts, the first one as soon as possible.
 
-    A lone reader (one node, rank and worker) of a ``py1e`` epoch over one canonical node reads
-    the shuffle itself, so its first samples are the shuffle's head
-    (``get_shuffle_py1e_head``: ~35 ms at 1e7 samples, where the whole plan takes ~0.25 s; this
-    is a single process's time to first sample). The rest is planned meanwhile on a thread.
+    A ``py1e`` epoch over one canonical node (py1e's default on one physical node) is ordered
+    by every sample's drawn position, so the whole node is planned before any of it is known
+    (~0.25 s at 1e7 samples, in every rank and worker). But the samples placed first are the
+    shuffle's head (``get_shuffle_py1e_head``, ~35 ms at 1e7): each worker's first places fall
+    in it (a lone reader's: its first ~12k samples at 1e7; each of 8 ranks x 8 workers: its
+    first ~200), and those come first, while a thread plans the rest.
 
     Args:
         spec (PlanSpec): The dataset's planning spec.
@@ -201,30 +206,55 @@ def worker_plan_head(
         workers_per_rank (int): DataLoader workers per rank (1 without workers).
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Samples already seen this epoch (over all ranks).
+        node (int): The worker's node in the parallel world.
+        rank_of_node (int): The worker's rank within that node.
+        worker_of_rank (int): The worker's index within its rank.
 
     Returns:
-        Optional[Tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]]]: The head and a
-            callable returning the rest (waiting for it; raising what planning raised), whose
+        Optional[Tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]]]: The first ids and
+            a callable returning the rest (waiting for it; raising what planning raised), whose
             concatenation is ``worker_plan(...)``; ``None`` for any other plan (or an epoch
-            under :data:`HEAD_MIN_SAMPLES`, planned in a few ms anyway).
+            under :data:`HEAD_MIN_SAMPLES`, planned in a few ms anyway), or when the head holds
+            none of the worker's first places (resumed past it).
     """
     if spec.batching_method != "random" or not spec.shuffle or spec.shuffle_algo != "py1e" \
-            or spec.epoch_size < HEAD_MIN_SAMPLES:
+            or spec.num_canonical_nodes != 1 or spec.epoch_size < HEAD_MIN_SAMPLES:
         return None
     nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
     units, small_per_big = _resample_spec(spec, epoch, None, True)
-    if small_per_big is not None or not _reads_in_order(
-            spec, nodes, ranks, workers_per_rank, sample_in_epoch, _batch_size(spec), units):
+    if small_per_big is not None:
         return None
+    batch_size = _batch_size(spec)
     args = (units, spec.num_canonical_nodes, spec.shuffle_seed, epoch, _block_size(spec))
     head = get_shuffle_py1e_head(*args, HEAD_UNTIL)
-    if head is None or not 0 < len(head) < spec.epoch_size:
+    if head is None or not len(head):
+        return None
+    places = None
+    if _reads_in_order(spec, nodes, ranks, workers_per_rank, sample_in_epoch, batch_size,
+                       units):
+        first, covered = head, len(head)  # the places are the epoch's, in order
+    else:
+        places = worker_partition(spec.partition_algo, spec.epoch_size, spec.num_canonical_nodes,
+                                  nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
+                                  spec.initial_physical_nodes, node, rank_of_node,
+                                  worker_of_rank)
+        inside = places < len(head)  # (padding, -1, is inside: it stays -1)
+        covered = len(places) if inside.all() else int(np.argmin(inside))
+        first = places[:covered].copy()
+        _plan.compose_ids(first, head, None)
+    if not 0 < covered < (len(places) if places is not None else spec.epoch_size):
         return None
     done: dict[str, object] = {}
 
     def plan() -> None:
         try:
-            done["ids"] = _py1e_epoch(*args, warn=False)  # (the head gave its warning)
+            ids = _py1e_epoch(*args, warn=False)  # (the head gave its warning)
+            if places is None:
+                done["ids"] = ids[covered:]
+            else:
+                rest = places[covered:]
+                _plan.compose_ids(rest, ids, None)
+                done["ids"] = rest
         except BaseException as e:  # handed to the reader in rest()
             done["error"] = e
 
@@ -236,6 +266,6 @@ def worker_plan_head(
         thread.join()
         if "error" in done:
             raise done["error"]  # type: ignore[misc]
-        return done["ids"][len(head):]  # type: ignore[index]
+        return done["ids"]  # type: ignore[return-value]
 
-    return head, rest
+    return first, rest

@@ -138,39 +138,49 @@ def _spec(n=20_000, per=1_500, **kw):
 
 
 @pytest.mark.parametrize("partition_algo", ["orig", "relaxed"])
-@pytest.mark.parametrize("ep", [0, 2])
-def test_plan_in_two_parts_is_the_plan(monkeypatch, partition_algo, ep):
+@pytest.mark.parametrize(
+    "world, where, ep, sample_in_epoch, batch_size",
+    [
+        ((1, 1, 1), (0, 0, 0), 0, 0, 8),  # a lone reader: the shuffle itself
+        ((1, 1, 1), (0, 0, 0), 2, 0, 8),
+        ((1, 1, 1), (0, 0, 0), 0, 0, 7),  # padded to whole batches
+        ((1, 1, 2), (0, 0, 1), 1, 0, 8),  # DataLoader workers
+        ((1, 4, 2), (0, 0, 0), 0, 0, 8),  # ranks x workers
+        ((1, 4, 2), (0, 3, 1), 0, 0, 8),
+        ((1, 4, 2), (0, 2, 1), 0, 48, 8),  # resumed inside the head
+        ((1, 2, 1), (0, 1, 0), 3, 0, 5),
+    ],
+)
+def test_plan_in_two_parts_is_the_plan(monkeypatch, partition_algo, world, where, ep,
+                                       sample_in_epoch, batch_size):
     monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
     monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
-    spec = _spec(partition_algo=partition_algo)
-    got = worker_plan_head(spec, 1, 1, 1, ep, 0)
+    spec = _spec(partition_algo=partition_algo, batch_size=batch_size)
+    got = worker_plan_head(spec, *world, ep, sample_in_epoch, *where)
     assert got is not None
     head, rest = got
-    assert 0 < len(head) < spec.epoch_size
-    whole = worker_plan(spec, 1, 1, 1, ep, 0, 0, 0, 0)
+    whole = worker_plan(spec, *world, ep, sample_in_epoch, *where)
+    assert 0 < len(head) < len(whole)
     assert np.array_equal(np.concatenate([head, rest()]), whole)
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        dict(world=(1, 1, 2)),  # two workers
-        dict(world=(1, 2, 1)),  # two ranks
-        dict(sample_in_epoch=8),  # resumed
+        dict(sample_in_epoch=8_000),  # resumed past the head
         dict(spec=dict(shuffle_algo="py1s")),
         dict(spec=dict(num_canonical_nodes=2)),
         dict(spec=dict(shuffle=False)),
         dict(spec=dict(batching_method="stratified")),
-        dict(spec=dict(batch_size=7)),  # the epoch is not whole batches: padded
         dict(min_samples=None),  # the default floor: a 20,000-sample plan is quick anyway
     ],
 )
 def test_other_plans_have_no_head(monkeypatch, change):
     if "min_samples" not in change:
         monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
     spec = _spec(**change.get("spec", {}))
-    world = change.get("world", (1, 1, 1))
-    assert worker_plan_head(spec, *world, 0, change.get("sample_in_epoch", 0)) is None
+    assert worker_plan_head(spec, 1, 1, 1, 0, change.get("sample_in_epoch", 0), 0, 0, 0) is None
 
 
 def test_the_rest_raises_what_planning_raised(monkeypatch):
@@ -181,7 +191,7 @@ def test_the_rest_raises_what_planning_raised(monkeypatch):
         raise MemoryError("planning ran out of memory")
 
     monkeypatch.setattr(epoch, "_py1e_epoch", broken)
-    head, rest = worker_plan_head(_spec(), 1, 1, 1, 0, 0)
+    head, rest = worker_plan_head(_spec(), 1, 1, 1, 0, 0, 0, 0, 0)
     assert len(head)
     with pytest.raises(MemoryError, match="planning ran out"):
         rest()

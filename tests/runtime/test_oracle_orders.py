@@ -44,13 +44,11 @@ def test_matches_reference(case, data_root, tmp_path):
         assert got == expected, f"rank {rank}"
 
 
-SINGLE = [c for c in CASES if c["spec"]["world"]["ranks"] == 1 and not c["spec"]["num_workers"]]
-
-
-@pytest.mark.parametrize("case", SINGLE, ids=[c["spec"]["name"] for c in SINGLE])
+@pytest.mark.parametrize("case", CASES, ids=[c["spec"]["name"] for c in CASES])
 def test_matches_reference_reading_plan_heads_first(case, data_root, tmp_path, monkeypatch):
-    # Every epoch, however small, is read head first where a lone reader's plan has a head
-    # (see streaming.plan.worker_plan_head): the orders stay the reference's.
+    # Every epoch, however small, is read head first wherever a worker's plan has a head (see
+    # streaming.plan.worker_plan_head; forked DataLoader workers inherit the lowered floor):
+    # the orders stay the reference's.
     import streaming.dataset
     from streaming.plan import epoch
 
@@ -65,8 +63,11 @@ def test_matches_reference_reading_plan_heads_first(case, data_root, tmp_path, m
 
     monkeypatch.setattr(streaming.dataset, "worker_plan_head", spy)
     spec = case["spec"]
-    with world_env(0, 1, 1):
-        got = run_rank(spec, data_root, os.path.join(tmp_path, "node0"))
-    assert got == case["ranks"][0]
-    if spec["name"] == "shuffle_py1e_one_node":
-        assert heads == [True] * spec["epochs"]  # the head path was taken, every epoch
+    ranks = spec["world"]["ranks"]
+    lws = spec["world"]["local_world_size"]
+    for rank, expected in zip(range(ranks), case["ranks"]):
+        with world_env(rank, ranks, lws):
+            got = run_rank(spec, data_root, os.path.join(tmp_path, f"node{rank // lws}"))
+        assert got == expected, f"rank {rank}"
+    if spec["name"] in ("shuffle_py1e_one_node", "shuffle_defaults", "ranks2_node1"):
+        assert heads and all(heads)  # the head path was taken, every epoch and rank
