@@ -1997,11 +1997,14 @@ def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t 
         ss_raw_close(&r2)
     if got < 0:
         raise MemoryError()
-    out = np.empty(got, np.int64)
-    cdef int64_t[::1] o = out
-    if got:
-        memcpy(&o[0], ids, <size_t>got * sizeof(int64_t))
-    free(ids)
+    cdef int64_t[::1] o
+    try:
+        out = np.empty(got, np.int64)
+        o = out
+        if got:
+            memcpy(&o[0], ids, <size_t>got * sizeof(int64_t))
+    finally:
+        free(ids)
     return out, warn == 1
 
 

@@ -82,6 +82,15 @@ def _reads_in_order(spec: PlanSpec, nodes: int, ranks: int, workers_per_rank: in
             and int(np.sum(units)) == spec.epoch_size)
 
 
+def _places(spec: PlanSpec, nodes: int, ranks: int, workers_per_rank: int, batch_size: int,
+            sample_in_epoch: int, node: int, rank_of_node: int,
+            worker_of_rank: int) -> NDArray[np.int64]:
+    """One worker's places of the (parallel) world's epoch: its partition (``-1`` padding)."""
+    return worker_partition(spec.partition_algo, spec.epoch_size, spec.num_canonical_nodes,
+                            nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
+                            spec.initial_physical_nodes, node, rank_of_node, worker_of_rank)
+
+
 def worker_work(
     work: NDArray[np.int64], node: int, rank_of_node: int, worker_of_rank: int
 ) -> NDArray[np.int64]:
@@ -139,20 +148,8 @@ def worker_plan(
     units, small_per_big = _resample_spec(spec, epoch, None, True)
 
     def places() -> NDArray[np.int64]:
-        return worker_partition(
-            spec.partition_algo,
-            spec.epoch_size,
-            spec.num_canonical_nodes,
-            nodes,
-            ranks,
-            workers_per_rank,
-            batch_size,
-            sample_in_epoch,
-            spec.initial_physical_nodes,
-            node,
-            rank_of_node,
-            worker_of_rank,
-        )
+        return _places(spec, nodes, ranks, workers_per_rank, batch_size, sample_in_epoch, node,
+                       rank_of_node, worker_of_rank)
 
     if not spec.shuffle:
         ids = places()
@@ -234,10 +231,8 @@ def worker_plan_head(
                        units):
         first, covered = head, len(head)  # the places are the epoch's, in order
     else:
-        places = worker_partition(spec.partition_algo, spec.epoch_size, spec.num_canonical_nodes,
-                                  nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
-                                  spec.initial_physical_nodes, node, rank_of_node,
-                                  worker_of_rank)
+        places = _places(spec, nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
+                         node, rank_of_node, worker_of_rank)
         inside = places < len(head)  # (padding, -1, is inside: it stays -1)
         covered = len(places) if inside.all() else int(np.argmin(inside))
         first = places[:covered].copy()

@@ -15,7 +15,7 @@ seeds = st.integers(0, 2**64 - 1)
 span_sizes = st.lists(st.integers(0, 70), min_size=0, max_size=12)
 
 
-def _twin_shuffle_spans(rng, begins, sizes):
+def twin_shuffle_spans(rng, begins, sizes):
     parts = []
     for b, s in zip(begins, sizes):
         a = np.arange(b, b + s, dtype=np.int64)
@@ -39,8 +39,10 @@ def _twin_py1br(rng, ids, bounds, stagger, low, high):
     return ids
 
 
-def _twin_py1e(rng, ids, sizes, low, high):
-    n = len(ids)
+def twin_py1e_positions(rng, sizes, low, high):
+    """The reference's py1e positions of a node's places (block sizes, then shifts, per span),
+    and whether a span outgrew its block."""
+    n = int(sum(sizes))
     pos = np.arange(n).astype(np.float64)
     off, warn = 0, False
     for span in sizes:
@@ -51,6 +53,11 @@ def _twin_py1e(rng, ids, sizes, low, high):
         lo, hi = max(-cutoff, -off), min(cutoff, n - off - span)
         pos[off : off + span] += rng.uniform(lo, hi, span)
         off += span
+    return pos, warn
+
+
+def _twin_py1e(rng, ids, sizes, low, high):
+    pos, warn = twin_py1e_positions(rng, sizes, low, high)
     return ids[np.argsort(pos, kind="stable")], warn
 
 
@@ -74,7 +81,7 @@ def test_shuffle_spans_equals_twin(seed, sizes, data):
     ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
     out = np.empty(sum(sizes), np.int64)
     _shuffle.shuffle_spans(ours, np.array(begins, np.int64), np.array(sizes, np.int64), out)
-    assert np.array_equal(out, _twin_shuffle_spans(twin, begins, sizes))
+    assert np.array_equal(out, twin_shuffle_spans(twin, begins, sizes))
     assert _same_state(ours, twin)
 
 
@@ -221,7 +228,7 @@ def test_shuffle_nodes_equals_twin(seed, node_sizes, algo, low, extra, pre, data
     )
     expect, twin_warn, k = [], False, 0
     for node in node_sizes:
-        ids = _twin_shuffle_spans(twin, begins[k : k + len(node)], node)
+        ids = twin_shuffle_spans(twin, begins[k : k + len(node)], node)
         if algo == "py1e" and len(ids):
             ids, w = _twin_py1e(twin, ids, node, low, low + extra)
             twin_warn |= w
@@ -269,7 +276,7 @@ def test_shuffle_spans_after_buffered_draw(seed, sizes, pre, data):
     _predraw([ours, twin], pre)
     out = np.empty(sum(sizes), np.int64)
     _shuffle.shuffle_spans(ours, np.array(begins, np.int64), np.array(sizes, np.int64), out)
-    assert np.array_equal(out, _twin_shuffle_spans(twin, begins, sizes))
+    assert np.array_equal(out, twin_shuffle_spans(twin, begins, sizes))
     assert _same_state(ours, twin)
 
 
@@ -300,7 +307,7 @@ def test_kernels_draw_from_any_bit_generator(kind, seed, node_sizes, algo, low, 
     )
     expect, twin_warn, k = [], False, 0
     for node in node_sizes:
-        ids = _twin_shuffle_spans(twin, begins[k : k + len(node)].tolist(), node)
+        ids = twin_shuffle_spans(twin, begins[k : k + len(node)].tolist(), node)
         if algo == "py1e":
             ids, w = _twin_py1e(twin, ids, node, low, low + 50)
             twin_warn |= w
@@ -382,7 +389,7 @@ def test_shuffle_spans_long_spans_equal_twin(seed, sizes, pre):
     out = np.empty(sum(sizes), np.int64)
     begins = np.cumsum([0] + sizes[:-1]).astype(np.int64)
     _shuffle.shuffle_spans(ours, begins, np.array(sizes, np.int64), out)
-    assert np.array_equal(out, _twin_shuffle_spans(twin, begins.tolist(), sizes))
+    assert np.array_equal(out, twin_shuffle_spans(twin, begins.tolist(), sizes))
     assert _same_state(ours, twin)
 
 
@@ -401,7 +408,7 @@ def _nodes_case(node_sizes):
 def _twin_nodes(rng, algo, begins, node_sizes, low, high):
     expect, warn, k = [], False, 0
     for node in node_sizes:
-        ids = _twin_shuffle_spans(rng, begins[k : k + len(node)].tolist(), node)
+        ids = twin_shuffle_spans(rng, begins[k : k + len(node)].tolist(), node)
         if algo == "py1e" and len(ids):
             ids, w = _twin_py1e(rng, ids, node, low, high)
             warn |= w

@@ -14,27 +14,14 @@ from streaming._kernels import _shuffle
 from streaming.plan import PlanSpec, epoch, worker_plan, worker_plan_head
 from streaming.plan.shuffle import get_shuffle_py1e, get_shuffle_py1e_head
 
+from .test_kernels import twin_py1e_positions, twin_shuffle_spans
+
 
 def _twin_head(rng, begins, sizes, low, high, until):
     """The reference's draws for one node (span shuffles, then block sizes and shifts), its
     stable order by position, and the samples placed below ``until``."""
-    parts = []
-    for b, s in zip(begins.tolist(), sizes.tolist()):
-        a = np.arange(b, b + s, dtype=np.int64)
-        rng.shuffle(a)
-        parts.append(a)
-    ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    n = len(ids)
-    pos = np.arange(n).astype(np.float64)
-    off, warn = 0, False
-    for span in sizes.tolist():
-        block = rng.integers(low, high)
-        cutoff = (block - span) / 2
-        if cutoff < 0:
-            cutoff, warn = 0, True
-        lo, hi = max(-cutoff, -off), min(cutoff, n - off - span)
-        pos[off : off + span] += rng.uniform(lo, hi, span)
-        off += span
+    ids = twin_shuffle_spans(rng, begins.tolist(), sizes.tolist())
+    pos, warn = twin_py1e_positions(rng, sizes.tolist(), low, high)
     order = np.argsort(pos, kind="stable")
     return ids[order][pos[order] < until], warn
 
