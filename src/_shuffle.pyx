@@ -1507,18 +1507,33 @@ cdef extern from *:
        second reader r2 over the same stream (started where r was), and their samples placed
        below `until` ordered as ss_py1e_node orders a node (by unit, then settled by position;
        ties keep index order). Every other sample is placed at `until` or later, so these are
-       exactly the node order's first places. Returns how many (their ids in *out, malloc'd;
-       NULL for none), -1 when out of memory; *warn as ss_py1e_node's. */
+       exactly the node order's first places. The node is `node` of node_spans (the nodes
+       before it are passed: words read, block sizes drawn, shifts jumped over). Returns how
+       many (their ids in *out, malloc'd; NULL for none), -1 when out of memory; *warn as
+       ss_py1e_node's, for the nodes up to this one. */
     static int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
-                                const int64_t *sizes, int64_t nspans, int64_t low,
-                                int64_t high, int64_t until, int64_t **out, int *warn) {
-        int64_t k, i, e, n = 0, off = 0, cnt = 0, cap = 0, largest = 0, got = -1;
+                                const int64_t *sizes, const int64_t *node_spans, int64_t node,
+                                int64_t low, int64_t high, int64_t until, int64_t **out,
+                                int *warn) {
+        int64_t k, i, e, n = 0, off = 0, cnt = 0, cap = 0, largest = 0, got = -1, c;
+        *out = NULL; *warn = 0;
+        /* The nodes before: their words read, block sizes drawn, shifts jumped over. */
+        for (c = 0; c < node; c++) {
+            int64_t a = node_spans[c], z = node_spans[c + 1], m = 0;
+            for (k = a; k < z; k++) {
+                ss_fisher_yates_skip(r, sizes[k]);
+                m += sizes[k];
+            }
+            if (m) *warn |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high);
+        }
+        begins += node_spans[node];
+        sizes += node_spans[node];
+        int64_t nspans = node_spans[node + 1] - node_spans[node];
         ss_spanpos *pos = (ss_spanpos *)malloc((size_t)(nspans + 1) * sizeof(ss_spanpos));
         int64_t *first = (int64_t *)malloc((size_t)(nspans + 1) * sizeof(int64_t));
         ss_keyed *sel = NULL, *scratch = NULL;
         uint32_t *x = NULL, *j = NULL;
         int32_t *fine = NULL;
-        *out = NULL; *warn = 0;
         if (pos == NULL || first == NULL) goto done;
         for (k = 0; k < nspans; k++) n += sizes[k];
         if (until > n) until = n;
@@ -1696,8 +1711,9 @@ cdef extern from *:
     int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes, int64_t nspans,
                      int64_t n, int64_t low, int64_t high, ss_py1e_space *s) nogil
     int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
-                         const int64_t *sizes, int64_t nspans, int64_t low, int64_t high,
-                         int64_t until, int64_t **out, int *warn) nogil
+                         const int64_t *sizes, const int64_t *node_spans, int64_t node,
+                         int64_t low, int64_t high, int64_t until, int64_t **out,
+                         int *warn) nogil
     ctypedef struct ss_nscout:
         int started
         int warn
@@ -1927,15 +1943,17 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
 
 
 def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t low,
-              int64_t high, int64_t until):
+              int64_t high, int64_t until, node_spans=None, int64_t node=0):
     """The first places of one canonical node's ``py1e`` order, without ordering the node.
 
-    The node holds spans ``begins``/``sizes`` (in final order); its places are ordered as
-    ``shuffle_nodes(rng, "py1e", ...)`` orders them. Its samples placed below position ``until``
-    are exactly its order's first places: they are returned, for the cost of reading the node's
-    draws (all Fisher-Yates words, read and dropped), shuffling only the spans that reach below
-    ``until``, and ordering only what they place there. ``rng`` is left as it is (its draws are
-    read from copies).
+    The epoch's spans are ``begins``/``sizes`` (in final order), node ``c`` holding spans
+    ``node_spans[c] .. node_spans[c+1]``; places are ordered as ``shuffle_nodes(rng, "py1e",
+    ...)`` orders them. Node ``node``'s samples placed below position ``until`` (counted from
+    the node's first place) are exactly its order's first places: they are returned, for the
+    cost of reading the draws of the nodes before it and of it (all Fisher-Yates words, read and
+    dropped; block sizes drawn; shifts jumped over or read), shuffling only the node's spans
+    that reach below ``until``, and ordering only what they place there. ``rng`` is left as it
+    is (its draws are read from copies).
 
     Args:
         rng (numpy.random.Generator): Generator, after the span reorder.
@@ -1944,12 +1962,15 @@ def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t 
         low (int): Smallest block size (inclusive), non-negative.
         high (int): Largest block size (exclusive), above ``low``.
         until (int): Position bound (non-negative; past the node's samples, the whole node).
+        node_spans (NDArray[np.int64], optional): ``num_nodes + 1`` ascending span indices
+            from 0 to the number of spans. Defaults to one node of every span.
+        node (int): Which node. Defaults to ``0``.
 
     Returns:
         Optional[Tuple[NDArray[np.int64], bool]]: The node order's first places (as many as
-            it places below ``until``) and whether some span outgrew its block; ``None`` where
-            the draws cannot be read ahead (a bit generator other than PCG64, or a span of more
-            than ``2**32`` samples).
+            it places below ``until``) and whether some span of the nodes up to this one
+            outgrew its block; ``None`` where the draws cannot be read ahead (a bit generator
+            other than PCG64, or a span of more than ``2**32`` samples).
 
     Raises:
         ValueError: If the arguments do not match.
@@ -1957,6 +1978,16 @@ def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t 
     cdef Py_ssize_t k, nspans = sizes.shape[0]
     if begins.shape[0] != nspans:
         raise ValueError("begins and sizes differ in length")
+    if node_spans is None:
+        node_spans = np.array([0, nspans], np.int64)
+    cdef const int64_t[::1] bounds = np.ascontiguousarray(node_spans, np.int64)
+    if bounds.shape[0] < 2 or bounds[0] != 0 or bounds[bounds.shape[0] - 1] != nspans:
+        raise ValueError("node_spans must run from 0 to the number of spans")
+    for k in range(bounds.shape[0] - 1):
+        if bounds[k + 1] < bounds[k]:
+            raise ValueError("node_spans must ascend")
+    if not 0 <= node < bounds.shape[0] - 1:
+        raise ValueError(f"node {node} is not one of the {bounds.shape[0] - 1} nodes")
     if not 0 <= low < high:
         raise ValueError(f"bad block size range [{low}, {high})")
     if until < 0:
@@ -1990,8 +2021,8 @@ def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t 
     try:
         with nogil:
             got = ss_py1e_head(&r, &rbg, &r2, &begins[0] if nspans else NULL,
-                               &sizes[0] if nspans else NULL, nspans, low, high, until, &ids,
-                               &warn)
+                               &sizes[0] if nspans else NULL, &bounds[0], node, low, high,
+                               until, &ids, &warn)
     finally:
         ss_raw_close(&r)
         ss_raw_close(&r2)

@@ -24,8 +24,8 @@ __all__ = ["epoch_work", "worker_plan", "worker_plan_head", "worker_work"]
 
 logger = logging.getLogger(__name__)
 
-# worker_plan_head: epochs from this many samples give a lone reader its plan's head first
-# (below, the whole plan takes a few ms), the samples the shuffle places before this position.
+# worker_plan_head: py1e canonical nodes from this many samples give their readers their plan's
+# head first (below, a node is planned in a few ms), the samples placed before this position.
 HEAD_MIN_SAMPLES = 1 << 20
 HEAD_UNTIL = 1 << 17
 
@@ -80,6 +80,12 @@ def _reads_in_order(spec: PlanSpec, nodes: int, ranks: int, workers_per_rank: in
     return (nodes == ranks == workers_per_rank == 1 and sample_in_epoch == 0
             and spec.num_canonical_nodes == 1 and spec.epoch_size % batch_size == 0
             and int(np.sum(units)) == spec.epoch_size)
+
+
+def _first_place(places: NDArray[np.int64]) -> int | None:
+    """The first non-negative place, or ``None`` (all padding)."""
+    real = np.flatnonzero(places >= 0)
+    return int(places[real[0]]) if len(real) else None
 
 
 def _places(spec: PlanSpec, nodes: int, ranks: int, workers_per_rank: int, batch_size: int,
@@ -189,12 +195,13 @@ def worker_plan_head(
 ) -> tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]] | None:
     """``worker_plan``'s ids in two parts, the first one as soon as possible.
 
-    A ``py1e`` epoch over one canonical node (py1e's default on one physical node) is ordered
-    by every sample's drawn position, so the whole node is planned before any of it is known
-    (~0.25 s at 1e7 samples, in every rank and worker). But the samples placed first are the
-    shuffle's head (``get_shuffle_py1e_head``, ~35 ms at 1e7): each worker's first places fall
-    in it (a lone reader's: its first ~12k samples at 1e7; each of 8 ranks x 8 workers: its
-    first ~200), and those come first, while a thread plans the rest.
+    A ``py1e`` canonical node is ordered by every sample's drawn position, so the whole node
+    is planned before any of it is known (~0.25 s for a node of 1e7 samples, in every rank and
+    worker; py1e's default is one canonical node per physical node). But the samples placed
+    first are the node's head (``get_shuffle_py1e_head``, ~35 ms for 1e7): a worker's first
+    places fall in the head of its first place's node (a lone reader's: its first ~12k samples
+    at 1e7; each of 8 ranks x 8 workers: its first ~200), and those come first, while a thread
+    plans the rest.
 
     Args:
         spec (PlanSpec): The dataset's planning spec.
@@ -210,46 +217,60 @@ def worker_plan_head(
     Returns:
         Optional[Tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]]]: The first ids and
             a callable returning the rest (waiting for it; raising what planning raised), whose
-            concatenation is ``worker_plan(...)``; ``None`` for any other plan (or an epoch
-            under :data:`HEAD_MIN_SAMPLES`, planned in a few ms anyway), or when the head holds
-            none of the worker's first places (resumed past it).
+            concatenation is ``worker_plan(...)``; ``None`` for any other plan (or canonical
+            nodes under :data:`HEAD_MIN_SAMPLES`, planned in a few ms anyway), or when the head
+            holds less than a batch of the worker's first places (resumed past it, or places
+            alternating between canonical nodes).
     """
     if spec.batching_method != "random" or not spec.shuffle or spec.shuffle_algo != "py1e" \
-            or spec.num_canonical_nodes != 1 or spec.epoch_size < HEAD_MIN_SAMPLES:
+            or spec.epoch_size // spec.num_canonical_nodes < HEAD_MIN_SAMPLES:
         return None
     nodes, ranks = parallel_world_shape(world_num_nodes, ranks_per_node, spec.replication)
     units, small_per_big = _resample_spec(spec, epoch, None, True)
     if small_per_big is not None:
         return None
+    nc = spec.num_canonical_nodes
     batch_size = _batch_size(spec)
-    args = (units, spec.num_canonical_nodes, spec.shuffle_seed, epoch, _block_size(spec))
-    head = get_shuffle_py1e_head(*args, HEAD_UNTIL)
-    if head is None or not len(head):
-        return None
+    args = (units, nc, spec.shuffle_seed, epoch, _block_size(spec))
     places = None
-    if _reads_in_order(spec, nodes, ranks, workers_per_rank, sample_in_epoch, batch_size,
-                       units):
-        first, covered = head, len(head)  # the places are the epoch's, in order
-    else:
+    if not _reads_in_order(spec, nodes, ranks, workers_per_rank, sample_in_epoch, batch_size,
+                           units):
         places = _places(spec, nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
                          node, rank_of_node, worker_of_rank)
-        inside = places < len(head)  # (padding, -1, is inside: it stays -1)
+    # The canonical node of the worker's first place: its head holds that node's first places.
+    total = int(np.sum(units))
+    first_place = 0 if places is None else _first_place(places)
+    if first_place is None or first_place >= total:
+        return None
+    ends = total * np.arange(1, nc + 1, dtype=np.int64) // nc  # canonical nodes' last places
+    got = get_shuffle_py1e_head(*args, HEAD_UNTIL, int(np.searchsorted(ends, first_place, "right")))
+    if got is None:
+        return None
+    start, head = got
+    if places is None:  # the places are the epoch's, in order (one canonical node)
+        first, covered = head, len(head)
+        whole = spec.epoch_size
+    else:
+        inside = (places < 0) | ((places >= start) & (places < start + len(head)))
         covered = len(places) if inside.all() else int(np.argmin(inside))
         first = places[:covered].copy()
+        first[first >= 0] -= start
         _plan.compose_ids(first, head, None)
-    if not 0 < covered < (len(places) if places is not None else spec.epoch_size):
+        whole = len(places)
+    if not batch_size <= covered < whole:  # (a batch at least, or it is not worth a thread)
         return None
     done: dict[str, object] = {}
 
     def plan() -> None:
         try:
-            ids = _py1e_epoch(*args, warn=False)  # (the head gave its warning)
             if places is None:
-                done["ids"] = ids[covered:]
-            else:
+                done["ids"] = _py1e_epoch(*args, warn=False)[covered:]  # (the head warned)
+            elif nc == 1:
                 rest = places[covered:]
-                _plan.compose_ids(rest, ids, None)
+                _plan.compose_ids(rest, _py1e_epoch(*args, warn=False), None)
                 done["ids"] = rest
+            else:  # the nodes it needs only (this view gives the warning, if any)
+                done["ids"] = shuffle_places("py1e", *args, places[covered:], overwrite=True)
         except BaseException as e:  # handed to the reader in rest()
             done["error"] = e
 

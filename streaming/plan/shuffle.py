@@ -378,44 +378,50 @@ def get_shuffle_py1e_head(
     epoch: int,
     block_size: int,
     until: int,
-) -> NDArray[np.int64] | None:
-    """The first sample ids of ``get_shuffle_py1e``'s epoch of one canonical node, for a fraction
-    of the cost of the epoch (``_shuffle.py1e_head``: ~35 ms against ~0.25 s at 1e7 samples).
+    node: int = 0,
+) -> tuple[int, NDArray[np.int64]] | None:
+    """The first sample ids of one canonical node of ``get_shuffle_py1e``'s epoch, for a
+    fraction of the cost of the node (``_shuffle.py1e_head``: ~35 ms against ~0.25 s for a node
+    of 1e7 samples).
 
-    They are the samples the shuffle places below position ``until``: exactly the first
-    ``len(head)`` ids of ``get_shuffle_py1e(...)`` (whose warning, if a span outgrew its block,
-    is given here).
+    They are the samples the shuffle places below position ``until`` of the node: exactly
+    ``get_shuffle_py1e(...)[start:start + len(head)]``, ``start`` being the node's first place.
+    With one canonical node, the warning ``get_shuffle_py1e`` gives if a span outgrew its block
+    is given here; with more, it is left to the epoch's plan (it depends on every node).
 
     Args:
         shard_sizes (NDArray[np.int64]): Number of samples contained in each shard, in order.
-        num_canonical_nodes (int): Number of canonical nodes (only 1 has a head here).
+        num_canonical_nodes (int): Number of canonical nodes.
         seed (int): Base random seed.
         epoch (int): Current epoch.
         block_size (int): Unit of shuffle (as ``get_shuffle_py1e``'s).
         until (int): Position bound: the head holds the samples placed below it.
+        node (int): Which canonical node. Defaults to ``0``.
 
     Returns:
-        Optional[NDArray[np.int64]]: The head, or ``None`` where there is none to give: more
-            than one canonical node, an epoch ``get_shuffle_py1e`` refuses (it raises, then),
-            or draws that cannot be read ahead (see ``_shuffle.py1e_head``).
+        Optional[Tuple[int, NDArray[np.int64]]]: The node's first place and its head; ``None``
+            where there is none to give: an epoch ``get_shuffle_py1e`` refuses (it raises,
+            then), or draws that cannot be read ahead (see ``_shuffle.py1e_head``).
     """
-    if num_canonical_nodes != 1:
-        return None
     low, high = int(0.75 * block_size), int(1.25 * block_size)
-    if low >= high or until < 0:
+    if low >= high or until < 0 or not 0 <= node < num_canonical_nodes:
         return None
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         shard_sizes, num_canonical_nodes, seed, epoch
     )
-    if not num_samples:
+    bounds = _bounds(node_spans)
+    if not len(span_sizes) or (np.diff(bounds) == 0).any():
+        return None  # a node without samples: get_shuffle_py1e raises
+    node_samples = np.add.reduceat(span_sizes, bounds[:-1])
+    if not node_samples.all():
         return None
-    got = _shuffle.py1e_head(epoch_rng, begins, span_sizes, low, high, until)
+    got = _shuffle.py1e_head(epoch_rng, begins, span_sizes, low, high, until, bounds, node)
     if got is None:
         return None
     head, outgrew = got
-    if outgrew:
+    if outgrew and num_canonical_nodes == 1:
         warnings.warn(_SMALL_BLOCK_WARNING, stacklevel=2)
-    return head
+    return int(node_samples[:node].sum()), head
 
 
 def _py1e_nodes(

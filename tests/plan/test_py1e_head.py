@@ -54,26 +54,38 @@ def test_head_is_the_order_below_until(sizes, seed, low, extra, until, skew):
     assert rng.bit_generator.state == before  # read from copies: the caller's generator stays
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     shard_sizes=st.lists(st.integers(1, 5000), min_size=1, max_size=12),
+    nc=st.integers(1, 4),
     seed=st.integers(0, 2**63 - 10),
     ep=st.integers(0, 5),
     block=st.integers(5, 40_000),
     until=st.integers(0, 70_000),
+    data=st.data(),
 )
-def test_epoch_head_is_the_epoch_order_s_first_places(shard_sizes, seed, ep, block, until):
+def test_epoch_head_is_the_node_order_s_first_places(shard_sizes, nc, seed, ep, block, until,
+                                                    data):
+    node = data.draw(st.integers(0, nc - 1))
     with warnings.catch_warnings(record=True) as whole_warned:
         warnings.simplefilter("always")
-        whole = get_shuffle_py1e(shard_sizes, 1, seed, ep, block)
+        try:
+            whole = get_shuffle_py1e(shard_sizes, nc, seed, ep, block)
+        except ValueError:  # a node without samples: no head either
+            assert get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until, node) is None
+            return
     with warnings.catch_warnings(record=True) as head_warned:
         warnings.simplefilter("always")
-        head = get_shuffle_py1e_head(shard_sizes, 1, seed, ep, block, until)
-    assert head is not None
-    assert np.array_equal(head, whole[: len(head)])
-    assert len(head_warned) == len(whole_warned)  # the same warning, once
-    if until >= len(whole):
-        assert len(head) == len(whole)
+        got = get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until, node)
+    assert got is not None
+    start, head = got
+    total = sum(shard_sizes)
+    assert start == node * total // nc  # the node's first place
+    assert np.array_equal(head, whole[start : start + len(head)])
+    # One node: the same warning, once; more: left to the epoch's plan.
+    assert len(head_warned) == (len(whole_warned) if nc == 1 else 0)
+    if until >= (node + 1) * total // nc - start:
+        assert len(head) == (node + 1) * total // nc - start  # the whole node
 
 
 def test_a_large_epoch_s_head_is_cheap_and_exact():
@@ -82,16 +94,17 @@ def test_a_large_epoch_s_head_is_cheap_and_exact():
     sizes = np.full(9, 111_111, np.int64)
     sizes[-1] += 1_000_000 - int(sizes.sum())
     whole = get_shuffle_py1e(sizes, 1, 9176, 3, 4_000_000)
-    head = get_shuffle_py1e_head(sizes, 1, 9176, 3, 4_000_000, 1 << 17)
-    assert 0 < len(head) < len(whole) // 4
+    start, head = get_shuffle_py1e_head(sizes, 1, 9176, 3, 4_000_000, 1 << 17)
+    assert start == 0 and 0 < len(head) < len(whole) // 4
     assert np.array_equal(head, whole[: len(head)])
 
 
 def test_no_head_where_it_cannot_be_read_ahead():
     sizes = np.array([5, 7, 9], np.int64)
     begins = np.array([0, 5, 12], np.int64)
-    assert get_shuffle_py1e_head(sizes, 2, 1, 0, 64, 100) is None  # more than one node
     assert get_shuffle_py1e_head(sizes, 1, 1, 0, 0, 100) is None  # no block size range
+    assert get_shuffle_py1e_head([1], 2, 1, 0, 64, 100) is None  # a node without samples
+    assert get_shuffle_py1e_head(sizes, 2, 1, 0, 64, 100, node=2) is None  # no such node
     rng = np.random.Generator(np.random.Philox(3))
     assert _shuffle.py1e_head(rng, begins, sizes, 10, 20, 100) is None  # not PCG64
 
@@ -126,23 +139,27 @@ def _spec(n=20_000, per=1_500, **kw):
 
 @pytest.mark.parametrize("partition_algo", ["orig", "relaxed"])
 @pytest.mark.parametrize(
-    "world, where, ep, sample_in_epoch, batch_size",
+    "world, where, ep, sample_in_epoch, batch_size, nc",
     [
-        ((1, 1, 1), (0, 0, 0), 0, 0, 8),  # a lone reader: the shuffle itself
-        ((1, 1, 1), (0, 0, 0), 2, 0, 8),
-        ((1, 1, 1), (0, 0, 0), 0, 0, 7),  # padded to whole batches
-        ((1, 1, 2), (0, 0, 1), 1, 0, 8),  # DataLoader workers
-        ((1, 4, 2), (0, 0, 0), 0, 0, 8),  # ranks x workers
-        ((1, 4, 2), (0, 3, 1), 0, 0, 8),
-        ((1, 4, 2), (0, 2, 1), 0, 48, 8),  # resumed inside the head
-        ((1, 2, 1), (0, 1, 0), 3, 0, 5),
+        ((1, 1, 1), (0, 0, 0), 0, 0, 8, 1),  # a lone reader: the shuffle itself
+        ((1, 1, 1), (0, 0, 0), 2, 0, 8, 1),
+        ((1, 1, 1), (0, 0, 0), 0, 0, 7, 1),  # padded to whole batches
+        ((1, 1, 2), (0, 0, 1), 1, 0, 8, 1),  # DataLoader workers
+        ((1, 4, 2), (0, 0, 0), 0, 0, 8, 1),  # ranks x workers
+        ((1, 4, 2), (0, 3, 1), 0, 0, 8, 1),
+        ((1, 4, 2), (0, 2, 1), 0, 48, 8, 1),  # resumed inside the head
+        ((1, 2, 1), (0, 1, 0), 3, 0, 5, 1),
+        ((2, 2, 2), (0, 1, 1), 0, 0, 8, 2),  # a node each (the first: no nodes passed)
+        ((2, 2, 2), (1, 0, 1), 1, 0, 8, 2),  # (the second: the first node's draws passed)
+        ((2, 1, 1), (1, 0, 0), 0, 0, 4, 2),  # one rank a node
+        ((4, 1, 2), (3, 0, 1), 2, 0, 8, 4),
     ],
 )
 def test_plan_in_two_parts_is_the_plan(monkeypatch, partition_algo, world, where, ep,
-                                       sample_in_epoch, batch_size):
+                                       sample_in_epoch, batch_size, nc):
     monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
     monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
-    spec = _spec(partition_algo=partition_algo, batch_size=batch_size)
+    spec = _spec(partition_algo=partition_algo, batch_size=batch_size, num_canonical_nodes=nc)
     got = worker_plan_head(spec, *world, ep, sample_in_epoch, *where)
     assert got is not None
     head, rest = got
@@ -156,9 +173,12 @@ def test_plan_in_two_parts_is_the_plan(monkeypatch, partition_algo, world, where
     [
         dict(sample_in_epoch=8_000),  # resumed past the head
         dict(spec=dict(shuffle_algo="py1s")),
+        # A lone reader of two nodes: its places alternate between them, so its first batch is
+        # not in one node's head.
         dict(spec=dict(num_canonical_nodes=2)),
         dict(spec=dict(shuffle=False)),
         dict(spec=dict(batching_method="stratified")),
+        dict(world=(2, 1, 1), spec=dict(num_canonical_nodes=4)),  # two alternating nodes each
         dict(min_samples=None),  # the default floor: a 20,000-sample plan is quick anyway
     ],
 )
@@ -167,7 +187,8 @@ def test_other_plans_have_no_head(monkeypatch, change):
         monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
     monkeypatch.setattr(epoch, "HEAD_UNTIL", 3_000)
     spec = _spec(**change.get("spec", {}))
-    assert worker_plan_head(spec, 1, 1, 1, 0, change.get("sample_in_epoch", 0), 0, 0, 0) is None
+    world = change.get("world", (1, 1, 1))
+    assert worker_plan_head(spec, *world, 0, change.get("sample_in_epoch", 0), 0, 0, 0) is None
 
 
 def test_the_rest_raises_what_planning_raised(monkeypatch):
