@@ -1357,9 +1357,139 @@ cdef extern from *:
        block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
        r when given, else NumPy's fill on bg), and orders ids by position. Returns 1 if a span
        outgrew its block, 0 if not, -1 when out of memory. */
+    /* ss_py1e_node in scratch bounded by the block size, not the node (nodes far larger than
+       their block: one canonical node of 1e8 samples held 1.6 GB of runs, 16 bytes a sample).
+       A later span places no sample more than high/2 below its start, so once the spans up to
+       offset off are bucketed, every bucket ending at or below off - high/2 - 1 has all its
+       samples: it is gathered (span by span, in span order, as ss_py1e_node gathers it) and
+       ordered into ids at once. Those places precede every id not yet read (a sample placed
+       below p sits at a slot below p + high/2), so the node is ordered in place. Only the runs
+       of spans still reaching an open bucket are kept, in a ring. The gather is on this
+       thread only. Returns as ss_py1e_node, or -3 if the ring overflowed (a bug). */
+    int ss_py1e_stream = 0;  /* 0: large nodes stream, 1: none, 2: all (tests) */
+    #define SS_STREAM_MIN (1 << 22)
+    static int ss_py1e_node_stream(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes,
+                                   int64_t nspans, int64_t n, int64_t low, int64_t high,
+                                   ss_py1e_space *s) {
+        int warn = 0;
+        int64_t k, i, w, e, off = 0, tpos = 0, rb = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
+        if (n < 1) return 0;
+        int shift = SS_COARSE_MIN;
+        int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
+        while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
+        int64_t nb = ((n - 1) >> shift) + 1, width = (int64_t)1 << shift, reach = high / 2 + 1;
+        /* A span's run is live until its last bucket is gathered: until the spans bucketed
+           reach 2 * reach + width past its end; so the live runs never exceed that plus two
+           spans. They are kept in a ring of that many entries (positions counted from the
+           node's start, each at its position modulo the ring). */
+        int64_t largest = 0;
+        for (k = 0; k < nspans; k++) largest = sizes[k] > largest ? sizes[k] : largest;
+        int64_t cap = 2 * reach + width + 2 * largest + 16;
+        if (cap > n) cap = n;
+        if (ss_grow((void **)&s->fine, &s->cap_fine, width + 1, sizeof(int32_t)) ||
+            ss_grow((void **)&s->meta, &s->cap_spans, 4 * nspans, sizeof(int64_t)) ||
+            ss_grow((void **)&s->runs, &s->cap_n, cap, sizeof(ss_keyed)))
+            return -1;
+        for (k = 0; k <= nspans; k++) {
+            /* Buckets complete once the spans before k are bucketed (all, after the last). */
+            int64_t bound = k < nspans ? off - reach : n + width;
+            while (nextb < nb && ((nextb + 1) << shift) <= bound) {
+                int64_t g = 0;
+                for (e = hs; e < k; e++) {
+                    int64_t *me = s->meta + 4 * e, *start = s->table + me[3];
+                    w = nextb - me[1];
+                    if (w < 0 || w >= me[2]) continue;
+                    int64_t a = start[w], z = start[w + 1];
+                    if (z <= a) continue;
+                    if (g + (z - a) > s->cap_most) {
+                        int64_t c = 2 * (g + (z - a)) + 1024;
+                        ss_keyed *q = (ss_keyed *)ss_alloc((size_t)c * sizeof(ss_keyed));
+                        if (q == NULL) return -1;
+                        if (g) memcpy(q, s->gather, (size_t)g * sizeof(ss_keyed));
+                        free(s->gather); free(s->scratch);
+                        s->gather = q;
+                        s->scratch = (ss_keyed *)ss_alloc((size_t)c * sizeof(ss_keyed));
+                        s->cap_most = c;
+                        if (s->scratch == NULL) { s->cap_most = 0; return -1; }
+                    }
+                    int64_t at = (me[0] + a) % cap, first = z - a < cap - at ? z - a : cap - at;
+                    memcpy(s->gather + g, s->runs + at, (size_t)first * sizeof(ss_keyed));
+                    if (first < z - a)
+                        memcpy(s->gather + g + first, s->runs,
+                               (size_t)(z - a - first) * sizeof(ss_keyed));
+                    g += z - a;
+                }
+                ss_fine_sort(s->gather, g, nextb << shift, width, s->scratch, s->fine, ids + outp);
+                outp += g;
+                nextb++;
+            }
+            /* Spans whose buckets are all gathered let go of their runs (from the oldest). */
+            while (hs < k && s->meta[4 * hs + 1] + s->meta[4 * hs + 2] <= nextb) hs++;
+            rb = hs < k ? s->meta[4 * hs] : rt;
+            if (k == nspans) break;
+            int64_t m = sizes[k];
+            uint64_t draw;
+            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
+            if (cutoff < 0) { cutoff = 0; warn = 1; }
+            double lower = -cutoff, upper = cutoff;
+            if (-(double)off > lower) lower = -(double)off;
+            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
+            double span_w = upper - lower;
+            int64_t *meta = s->meta + 4 * k;
+            meta[0] = rt; meta[1] = nextb; meta[2] = 0; meta[3] = tpos;
+            if (m == 0) continue;
+            if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
+                ss_grow((void **)&s->bk, &s->cap_bk, m, sizeof(uint32_t)) ||
+                ss_grow((void **)&s->local, &s->cap_local, m, sizeof(ss_keyed)))
+                return -1;
+            double *keys = s->keys;
+            uint32_t *bk = s->bk;
+            if (r != NULL) {
+                for (i = 0; i < m; i++)
+                    keys[i] = (double)(off + i) + (lower + span_w * ss_next_double(r));
+            } else {
+                random_standard_uniform_fill(bg, m, keys);
+                for (i = 0; i < m; i++) keys[i] = (double)(off + i) + (lower + span_w * keys[i]);
+            }
+            uint32_t bmin = 0xFFFFFFFFu, bmax = 0;
+            for (i = 0; i < m; i++) {
+                uint32_t v = (uint32_t)(ss_unit(keys[i], n) >> shift);
+                bk[i] = v;
+                bmin = v < bmin ? v : bmin;
+                bmax = v > bmax ? v : bmax;
+            }
+            int64_t nwin = (int64_t)bmax - (int64_t)bmin + 1;
+            if (ss_grow((void **)&s->table, &s->cap_table, tpos + 2 * nwin + 2, sizeof(int64_t)))
+                return -1;
+            int64_t *start = s->table + tpos, *cur = start + nwin + 1;
+            memset(start, 0, (size_t)(nwin + 1) * sizeof(int64_t));
+            for (i = 0; i < m; i++) start[bk[i] - bmin + 1]++;
+            for (w = 0; w < nwin; w++) start[w + 1] += start[w];
+            memcpy(cur, start, (size_t)nwin * sizeof(int64_t));
+            ss_keyed *run = s->local;
+            for (i = 0; i < m; i++) {
+                int64_t d = cur[bk[i] - bmin]++;
+                run[d].key = keys[i];
+                run[d].val = ids[off + i];
+            }
+            if (rt + m - rb > cap) return -3;  /* (the bound above makes this a bug) */
+            int64_t at = rt % cap, first = m < cap - at ? m : cap - at;
+            memcpy(s->runs + at, run, (size_t)first * sizeof(ss_keyed));
+            if (first < m) memcpy(s->runs, run + first, (size_t)(m - first) * sizeof(ss_keyed));
+            meta[0] = rt; meta[1] = bmin; meta[2] = nwin;
+            rt += m;
+            tpos += nwin + 1;
+            off += m;
+        }
+        return warn;
+    }
+
     static int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes,
                             int64_t nspans, int64_t n, int64_t low, int64_t high,
                             ss_py1e_space *s) {
+        if (ss_py1e_stream == 2 || (ss_py1e_stream == 0 && n >= SS_STREAM_MIN && n > high + high / 2))
+            return ss_py1e_node_stream(r, bg, ids, sizes, nspans, n, low, high, s);
         int warn = 0;
         int64_t k, i, b, w, off = 0, tpos = 0, pairs = 0;
         int shift = SS_COARSE_MIN;
@@ -1710,6 +1840,7 @@ cdef extern from *:
     void ss_py1e_free(ss_py1e_space *s) nogil
     int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes, int64_t nspans,
                      int64_t n, int64_t low, int64_t high, ss_py1e_space *s) nogil
+    int ss_py1e_stream
     int64_t ss_py1e_head(ss_raw *r, bitgen_t *bg, ss_raw *r2, const int64_t *begins,
                          const int64_t *sizes, const int64_t *node_spans, int64_t node,
                          int64_t low, int64_t high, int64_t until, int64_t **out,
@@ -2590,6 +2721,17 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
                 return e
         span_start += sizes[k]
     return -1
+
+
+def _set_py1e_stream(int mode):
+    """Tests: which py1e nodes are ordered in scratch bounded by the block size (see
+    ``ss_py1e_node_stream``): 0 large ones (the default), 1 none, 2 all. Returns the old mode."""
+    global ss_py1e_stream
+    cdef int old = ss_py1e_stream
+    if mode not in (0, 1, 2):
+        raise ValueError(f"mode must be 0, 1 or 2, got {mode}")
+    ss_py1e_stream = mode
+    return old
 
 
 # py1e views: a node scout passes the nodes on a second core (see ss_nscout): 0 never, 1 when

@@ -260,3 +260,59 @@ def test_node_scout_in_worker_plans(monkeypatch, scout):
         for worker in range(2):
             got = worker_plan(spec, 1, 4, 2, 1, 0, 0, rank, worker)
             assert np.array_equal(got, worker_work(work, 0, rank, worker))
+
+
+# ---- py1e nodes ordered in scratch bounded by the block size (ss_py1e_node_stream) ----
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    node_sizes=st.lists(
+        st.lists(st.sampled_from([0, 1, 2, 3, 17, 255, 256, 257, 1000, 3000]), max_size=6),
+        min_size=1, max_size=3),
+    seed=st.integers(0, 2**64 - 1),
+    low=st.integers(0, 3000),
+    extra=st.integers(1, 2000),
+    raw=st.booleans(),
+)
+def test_streamed_nodes_equal_the_twins(node_sizes, seed, low, extra, raw):
+    sizes = np.array([s for node in node_sizes for s in node], np.int64)
+    begins = (np.cumsum(sizes) - sizes) * 2 + 1
+    bounds = np.cumsum([0] + [len(node) for node in node_sizes]).astype(np.int64)
+    twin = np.random.default_rng(seed)
+    expect, expect_warn = [], False
+    k = 0
+    for node in node_sizes:
+        ids = twin_shuffle_spans(twin, begins[k : k + len(node)].tolist(), node)
+        if len(ids):
+            pos, warn = twin_py1e_positions(twin, node, low, low + extra)
+            ids, expect_warn = ids[np.argsort(pos, kind="stable")], expect_warn or warn
+        expect.append(ids)
+        k += len(node)
+    old = _shuffle._set_py1e_stream(2)
+    try:
+        out = np.empty(int(sizes.sum()), np.int64)
+        rng = np.random.default_rng(seed)
+        warn = _shuffle.shuffle_nodes(rng, "py1e", begins, sizes, bounds, low, low + extra, out,
+                                      _mode=2 if raw else 1)
+    finally:
+        _shuffle._set_py1e_stream(old)
+    assert np.array_equal(out, np.concatenate(expect))
+    assert warn == expect_warn
+    assert rng.bit_generator.state == twin.bit_generator.state
+
+
+def test_a_large_node_streams_as_it_sorts_whole():
+    # 5M samples in uneven shards, block 300k: the default streams the node (and its runs stay
+    # near the block's size); the same ids as the whole-node path's.
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 40_000, 250).astype(np.int64)
+    sizes[-1] += max(0, 5_000_000 - int(sizes.sum()))
+    got = {}
+    for mode in (1, 0):
+        old = _shuffle._set_py1e_stream(mode)
+        try:
+            got[mode] = get_shuffle_py1e(sizes, 1, 77, 2, 300_000)
+        finally:
+            _shuffle._set_py1e_stream(old)
+    assert np.array_equal(got[0], got[1])
