@@ -1357,6 +1357,69 @@ cdef extern from *:
        block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
        r when given, else NumPy's fill on bg), and orders ids by position. Returns 1 if a span
        outgrew its block, 0 if not, -1 when out of memory. */
+    /* One span of a py1e node (m samples at offset off, ids[off..off+m) its shuffled ids): its
+       block size drawn (NumPy's Generator.integers on bg), its shifts (Generator.uniform: from
+       the reader r when given, else NumPy's fill on bg), and its samples bucketed by coarse
+       bucket (2**shift units) into s->local, in index order within a bucket, the buckets'
+       starts at s->table + tpos (nwin + 1 entries; the table must hold 2 * nwin + 2 there, the
+       rest is the bucketing's cursors). Bucketing in a buffer that stays in cache from span to
+       span, then copying it out whole, beats scattering straight into node-sized runs (a miss
+       on every line). Sets *bmin and *nwin (0 for an empty span); returns 1 if the span
+       outgrew its block, 0 if not, -1 out of memory. */
+    static int ss_py1e_bucket_span(ss_raw *r, bitgen_t *bg, const int64_t *ids, int64_t m,
+                                   int64_t off, int64_t n, int64_t low, int64_t high, int shift,
+                                   ss_py1e_space *s, int64_t tpos, int64_t *bmin_out,
+                                   int64_t *nwin_out) {
+        int64_t i, w;
+        int warn = 0;
+        uint64_t draw;
+        random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+        double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
+        if (cutoff < 0) { cutoff = 0; warn = 1; }
+        double lower = -cutoff, upper = cutoff;
+        if (-(double)off > lower) lower = -(double)off;
+        if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
+        double width = upper - lower;
+        *bmin_out = 0; *nwin_out = 0;
+        if (m == 0) return warn;
+        if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
+            ss_grow((void **)&s->bk, &s->cap_bk, m, sizeof(uint32_t)) ||
+            ss_grow((void **)&s->local, &s->cap_local, m, sizeof(ss_keyed)))
+            return -1;
+        double *keys = s->keys;
+        uint32_t *bk = s->bk;
+        if (r != NULL) {
+            for (i = 0; i < m; i++)
+                keys[i] = (double)(off + i) + (lower + width * ss_next_double(r));
+        } else {
+            random_standard_uniform_fill(bg, m, keys);
+            for (i = 0; i < m; i++) keys[i] = (double)(off + i) + (lower + width * keys[i]);
+        }
+        uint32_t bmin = 0xFFFFFFFFu, bmax = 0;
+        for (i = 0; i < m; i++) {
+            uint32_t v = (uint32_t)(ss_unit(keys[i], n) >> shift);
+            bk[i] = v;
+            bmin = v < bmin ? v : bmin;
+            bmax = v > bmax ? v : bmax;
+        }
+        int64_t nwin = (int64_t)bmax - (int64_t)bmin + 1;
+        if (ss_grow((void **)&s->table, &s->cap_table, tpos + 2 * nwin + 2, sizeof(int64_t)))
+            return -1;
+        int64_t *start = s->table + tpos, *cur = start + nwin + 1;
+        memset(start, 0, (size_t)(nwin + 1) * sizeof(int64_t));
+        for (i = 0; i < m; i++) start[bk[i] - bmin + 1]++;
+        for (w = 0; w < nwin; w++) start[w + 1] += start[w];
+        memcpy(cur, start, (size_t)nwin * sizeof(int64_t));
+        ss_keyed *run = s->local;
+        for (i = 0; i < m; i++) {
+            int64_t d = cur[bk[i] - bmin]++;
+            run[d].key = keys[i];
+            run[d].val = ids[off + i];
+        }
+        *bmin_out = bmin; *nwin_out = nwin;
+        return warn;
+    }
+
     /* ss_py1e_node in scratch bounded by the block size, not the node (nodes far larger than
        their block: one canonical node of 1e8 samples held 1.6 GB of runs, 16 bytes a sample).
        A later span places no sample more than high/2 below its start, so once the spans up to
@@ -1372,7 +1435,7 @@ cdef extern from *:
                                    int64_t nspans, int64_t n, int64_t low, int64_t high,
                                    ss_py1e_space *s) {
         int warn = 0;
-        int64_t k, i, w, e, off = 0, tpos = 0, rb = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
+        int64_t k, w, e, off = 0, tpos = 0, rb = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
         if (n < 1) return 0;
         int shift = SS_COARSE_MIN;
         int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
@@ -1427,52 +1490,15 @@ cdef extern from *:
             while (hs < k && s->meta[4 * hs + 1] + s->meta[4 * hs + 2] <= nextb) hs++;
             rb = hs < k ? s->meta[4 * hs] : rt;
             if (k == nspans) break;
-            int64_t m = sizes[k];
-            uint64_t draw;
-            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
-            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
-            if (cutoff < 0) { cutoff = 0; warn = 1; }
-            double lower = -cutoff, upper = cutoff;
-            if (-(double)off > lower) lower = -(double)off;
-            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
-            double span_w = upper - lower;
+            int64_t m = sizes[k], bmin, nwin;
+            int got = ss_py1e_bucket_span(r, bg, ids, m, off, n, low, high, shift, s, tpos,
+                                          &bmin, &nwin);
+            if (got < 0) return -1;
+            warn |= got;
             int64_t *meta = s->meta + 4 * k;
             meta[0] = rt; meta[1] = nextb; meta[2] = 0; meta[3] = tpos;
             if (m == 0) continue;
-            if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
-                ss_grow((void **)&s->bk, &s->cap_bk, m, sizeof(uint32_t)) ||
-                ss_grow((void **)&s->local, &s->cap_local, m, sizeof(ss_keyed)))
-                return -1;
-            double *keys = s->keys;
-            uint32_t *bk = s->bk;
-            if (r != NULL) {
-                for (i = 0; i < m; i++)
-                    keys[i] = (double)(off + i) + (lower + span_w * ss_next_double(r));
-            } else {
-                random_standard_uniform_fill(bg, m, keys);
-                for (i = 0; i < m; i++) keys[i] = (double)(off + i) + (lower + span_w * keys[i]);
-            }
-            uint32_t bmin = 0xFFFFFFFFu, bmax = 0;
-            for (i = 0; i < m; i++) {
-                uint32_t v = (uint32_t)(ss_unit(keys[i], n) >> shift);
-                bk[i] = v;
-                bmin = v < bmin ? v : bmin;
-                bmax = v > bmax ? v : bmax;
-            }
-            int64_t nwin = (int64_t)bmax - (int64_t)bmin + 1;
-            if (ss_grow((void **)&s->table, &s->cap_table, tpos + 2 * nwin + 2, sizeof(int64_t)))
-                return -1;
-            int64_t *start = s->table + tpos, *cur = start + nwin + 1;
-            memset(start, 0, (size_t)(nwin + 1) * sizeof(int64_t));
-            for (i = 0; i < m; i++) start[bk[i] - bmin + 1]++;
-            for (w = 0; w < nwin; w++) start[w + 1] += start[w];
-            memcpy(cur, start, (size_t)nwin * sizeof(int64_t));
             ss_keyed *run = s->local;
-            for (i = 0; i < m; i++) {
-                int64_t d = cur[bk[i] - bmin]++;
-                run[d].key = keys[i];
-                run[d].val = ids[off + i];
-            }
             if (rt + m - rb > cap) return -3;  /* (the bound above makes this a bug) */
             int64_t at = rt % cap, first = m < cap - at ? m : cap - at;
             memcpy(s->runs + at, run, (size_t)first * sizeof(ss_keyed));
@@ -1491,7 +1517,7 @@ cdef extern from *:
         if (ss_py1e_stream == 2 || (ss_py1e_stream == 0 && n >= SS_STREAM_MIN && n > high + high / 2))
             return ss_py1e_node_stream(r, bg, ids, sizes, nspans, n, low, high, s);
         int warn = 0;
-        int64_t k, i, b, w, off = 0, tpos = 0, pairs = 0;
+        int64_t k, b, w, off = 0, tpos = 0, pairs = 0;
         int shift = SS_COARSE_MIN;
         int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
         while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
@@ -1503,55 +1529,15 @@ cdef extern from *:
             ss_grow((void **)&s->tot, &s->cap_nb, 3 * (nb + 1), sizeof(int64_t)))
             return -1;
         for (k = 0; k < nspans; k++) {
-            int64_t m = sizes[k];
-            uint64_t draw;
-            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
-            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
-            if (cutoff < 0) { cutoff = 0; warn = 1; }
-            double lower = -cutoff, upper = cutoff;
-            if (-(double)off > lower) lower = -(double)off;
-            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
-            double width = upper - lower;
+            int64_t m = sizes[k], bmin, nwin;
+            int got = ss_py1e_bucket_span(r, bg, ids, m, off, n, low, high, shift, s, tpos,
+                                          &bmin, &nwin);
+            if (got < 0) return -1;
+            warn |= got;
             int64_t *meta = s->meta + 4 * k;
             meta[0] = off; meta[1] = 0; meta[2] = 0; meta[3] = tpos;
             if (m == 0) continue;
-            if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
-                ss_grow((void **)&s->bk, &s->cap_bk, m, sizeof(uint32_t)) ||
-                ss_grow((void **)&s->local, &s->cap_local, m, sizeof(ss_keyed)))
-                return -1;
-            double *keys = s->keys;
-            uint32_t *bk = s->bk;
-            if (r != NULL) {
-                for (i = 0; i < m; i++)
-                    keys[i] = (double)(off + i) + (lower + width * ss_next_double(r));
-            } else {
-                random_standard_uniform_fill(bg, m, keys);
-                for (i = 0; i < m; i++) keys[i] = (double)(off + i) + (lower + width * keys[i]);
-            }
-            uint32_t bmin = 0xFFFFFFFFu, bmax = 0;
-            for (i = 0; i < m; i++) {
-                uint32_t v = (uint32_t)(ss_unit(keys[i], n) >> shift);
-                bk[i] = v;
-                bmin = v < bmin ? v : bmin;
-                bmax = v > bmax ? v : bmax;
-            }
-            int64_t nwin = (int64_t)bmax - (int64_t)bmin + 1;
-            if (ss_grow((void **)&s->table, &s->cap_table, tpos + nwin + 1, sizeof(int64_t)))
-                return -1;
-            int64_t *start = s->table + tpos;
-            memset(start, 0, (size_t)(nwin + 1) * sizeof(int64_t));
-            for (i = 0; i < m; i++) start[bk[i] - bmin + 1]++;
-            for (w = 0; w < nwin; w++) start[w + 1] += start[w];
-            int64_t *cur = s->tot + 2 * (nb + 1);  /* cursors (nwin <= nb) */
-            memcpy(cur, start, (size_t)nwin * sizeof(int64_t));
-            /* Bucket the span in a buffer that stays in cache from span to span, then copy it
-               out whole: scattering straight into the node-sized runs would miss on every line. */
             ss_keyed *run = s->local;
-            for (i = 0; i < m; i++) {
-                int64_t d = cur[bk[i] - bmin]++;
-                run[d].key = keys[i];
-                run[d].val = ids[off + i];
-            }
             memcpy(s->runs + off, run, (size_t)m * sizeof(ss_keyed));
             meta[1] = bmin; meta[2] = nwin;
             tpos += nwin + 1;
