@@ -533,9 +533,9 @@ class StreamingDataset(Array, IterableDataset):
 
     def _work_parts(self, world: World, epoch: int,
                     sample_in_epoch: int) -> Iterator[NDArray[np.int64]]:
-        """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: with a
-        large ``py1e`` epoch over one canonical node, its first samples' ids first, the rest
-        once planned (see ``worker_plan_head``); any other plan is one part.
+        """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: with
+        large ``py1e`` canonical nodes, its first samples' ids first, the rest once planned on a
+        thread (see ``worker_plan_head``); any other plan is one part.
         """
         head = None
         if isinstance(self.batch_size, int):
