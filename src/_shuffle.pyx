@@ -184,7 +184,16 @@ cdef extern from *:
         void (*jump)(void *ctx, int64_t m);
         void *jump_ctx;
         struct ss_pref *pref;        /* a helper thread making raws ahead, or NULL */
+        int64_t jump_ns;             /* what jumping costs now: the last jump's time (the GIL's
+                                        wait included), less the reads made instead since */
     } ss_raw;
+    /* A jump is NumPy's PCG64.advance, a Python call: it waits for the GIL, up to the switch
+       interval (5 ms) when another Python thread is busy, where reading and dropping a span's
+       raws takes ~SS_RAW_NS ns a raw. Raws are read instead of jumped over while reading them
+       costs less than the last jump did (0: the default; 1: always read, tests). */
+    #define SS_RAW_NS 3
+    static int ss_jump_mode = 0;
+    static int64_t ss_jump_reads = 0;  /* skips read instead of jumped (atomic; tests) */
     static void ss_pref_refill(ss_raw *r);
 
     /* 0 on success, -1 out of memory. */
@@ -205,7 +214,9 @@ cdef extern from *:
         r->taken += r->end;
         r->pos = 0;
         if (r->pending) {
+            int64_t t0 = ss_now_ns();
             r->jump(r->jump_ctx, r->pending);
+            r->jump_ns = ss_now_ns() - t0;
             r->taken += r->pending;
             r->pending = 0;
         }
@@ -226,7 +237,17 @@ cdef extern from *:
         if (m <= step) { r->pos += m; return; }
         r->pos = r->end;
         m -= step;
-        if (r->jump != NULL) { r->pending += m; return; }
+        if (r->jump != NULL) {
+            if (r->pref != NULL || (ss_jump_mode == 0 && m * SS_RAW_NS >= r->jump_ns)) {
+                r->pending += m;
+                return;
+            }
+            /* Cheaper to read: and once four times as much has been read as the last jump
+               took, jump again (to learn whether the GIL is still slow to come). */
+            int64_t paid = m * SS_RAW_NS / 4;
+            r->jump_ns = r->jump_ns > paid ? r->jump_ns - paid : 0;
+            __atomic_add_fetch(&ss_jump_reads, 1, __ATOMIC_RELAXED);
+        }
         while (m > 0) {
             ss_refill(r);
             step = r->end < m ? r->end : m;
@@ -1801,6 +1822,8 @@ cdef extern from *:
     void ss_tstate_keep() nogil
     void ss_jq_close(ss_jq *q) nogil
     int64_t ss_raw_used(const ss_raw *r) nogil
+    int ss_jump_mode
+    int64_t ss_jump_reads
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
@@ -2707,6 +2730,22 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
                 return e
         span_start += sizes[k]
     return -1
+
+
+def _set_jump_mode(int mode):
+    """Tests: whether raws nobody reads are jumped over (0: unless reading them is cheaper than
+    the last jump, the default) or always read (1). Returns the old mode."""
+    global ss_jump_mode
+    cdef int old = ss_jump_mode
+    if mode not in (0, 1):
+        raise ValueError(f"mode must be 0 or 1, got {mode}")
+    ss_jump_mode = mode
+    return old
+
+
+def _jump_reads():
+    """Tests: how many skips were read instead of jumped over, in this process."""
+    return ss_jump_reads
 
 
 def _set_py1e_stream(int mode):

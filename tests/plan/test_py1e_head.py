@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from streaming._kernels import _shuffle
 from streaming.plan import PlanSpec, epoch, worker_plan, worker_plan_head
-from streaming.plan.shuffle import get_shuffle_py1e, get_shuffle_py1e_head
+from streaming.plan.partition import worker_partition
+from streaming.plan.shuffle import (
+    get_shuffle,
+    get_shuffle_py1e,
+    get_shuffle_py1e_head,
+    shuffle_places,
+)
 
 from .test_kernels import twin_py1e_positions, twin_shuffle_spans
 
@@ -316,3 +322,52 @@ def test_a_large_node_streams_as_it_sorts_whole():
         finally:
             _shuffle._set_py1e_stream(old)
     assert np.array_equal(got[0], got[1])
+
+
+# ---- raws read instead of jumped over when jumping (a Python call, the GIL's wait) is slow ----
+
+
+def test_skips_read_instead_of_jumped_give_the_same_views():
+    # A view wanting places in 2 of 12 nodes skips the others' shifts: read and dropped instead
+    # of jumped over, the ids are the same.
+    sizes = np.full(120, 700, np.int64)
+    n = int(sizes.sum())
+    places = np.concatenate([np.arange(3 * n // 12, 4 * n // 12, 97),
+                             np.arange(9 * n // 12, 10 * n // 12, 89)]).astype(np.int64)
+    got = {}
+    for mode in (0, 1):
+        old = _shuffle._set_jump_mode(mode)
+        reads = _shuffle._jump_reads()
+        try:
+            got[mode] = shuffle_places("py1e", sizes, 12, 3, 1, 2_000, places)
+            if mode == 1:
+                assert _shuffle._jump_reads() > reads  # the reads were made
+        finally:
+            _shuffle._set_jump_mode(old)
+    assert np.array_equal(got[0], got[1])
+    assert np.array_equal(got[0], get_shuffle("py1e", sizes, 12, 3, 1, 2_000)[places])
+
+
+def test_views_beside_a_busy_python_thread():
+    # Another Python thread keeps the GIL busy: jumps then wait for it, and the reader reads
+    # instead; the view is the same (this checks the ids, not the time).
+    import threading
+
+    sizes = np.full(400, 2_500, np.int64)
+    places = worker_partition("relaxed", int(sizes.sum()), 64, 1, 8, 2, 32, 0, None, 0, 7, 1)
+    expect = get_shuffle("py1e", sizes, 64, 9, 0, 20_000)[places[places >= 0]]
+    stop = threading.Event()
+
+    def busy():
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    spinner = threading.Thread(target=busy)
+    spinner.start()
+    try:
+        got = shuffle_places("py1e", sizes, 64, 9, 0, 20_000, places)
+    finally:
+        stop.set()
+        spinner.join()
+    assert np.array_equal(got[places >= 0], expect)
