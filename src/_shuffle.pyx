@@ -1172,42 +1172,72 @@ cdef extern from *:
         r->has_half = has_half; r->half = half;
     }
 
-    /* ---- py1s scout: where each span's Fisher-Yates words start ----
-       Started as soon as the epoch generator's state is known (before the worker's places
+    /* ---- Scouts: where each span's (py1s) or canonical node's (py1e) draws start ----
+       py1s: started as soon as the epoch generator's state is known (before the worker's places
        are), on a second core: it reads the words of span after span from its own copy of the
        generator (as ss_fisher_yates_skip, reading all and keeping none) and records the raw
        index and buffered half at each span's start. The caller then jumps straight to the
-       spans it wants among those, and reads on from the last one scouted. */
+       spans it wants among those, and reads on from the last one scouted.
+       py1e (node_spans set): a view draws its wanted nodes whole, and only passes the others
+       (ss_pass_node: words read, block sizes drawn, shifts jumped over); where a node's draws
+       start depends on every word before it. The scout passes every node up to `limit`,
+       recording where each one starts; the caller jumps to each wanted node once the scout has
+       found it (ss_scout_wait), so the nodes it does not want cost it nothing (at nc=64 a
+       worker wants 8 nodes of 64). */
     /* half: the reader's half word (NumPy keeps the last one even once used), + 2**32 while it is
        buffered. */
     typedef struct { int64_t raw; int64_t half; } ss_spanpos;
+    /* Where the reader is: raws read from its start, and its half word. */
+    static inline ss_spanpos ss_raw_tell(const ss_raw *r) {
+        ss_spanpos p = {ss_raw_used(r), (int64_t)r->half | ((int64_t)r->has_half << 32)};
+        return p;
+    }
+    static int ss_pass_node(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans,
+                            int spread, int64_t low, int64_t high);
     typedef struct {
         pthread_t th;
-        int started, stop;
+        int started, stop, warn;     /* warn: py1e, a span passed outgrew its block */
         ss_raw r;
+        bitgen_t rbg;                /* py1e: over r, for the block sizes */
         const int64_t *sizes;
-        int64_t nspans, limit;
-        ss_spanpos *pos;             /* nspans + 1 */
-        int64_t done;                /* spans scouted: pos[0 .. done] hold (atomic) */
+        const int64_t *node_spans;   /* py1e: each node's spans; NULL: py1s, span by span */
+        int64_t nspans, limit, low, high;
+        ss_spanpos *pos;             /* limit + 1 */
+        int64_t done;                /* spans (nodes) passed: pos[0 .. done] hold (atomic) */
     } ss_scout;
     static void *ss_scout_main(void *arg) {
         ss_scout *s = (ss_scout *)arg;
         for (int64_t k = 0; k < s->limit; k++) {
             if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) break;
-            ss_fisher_yates_skip(&s->r, s->sizes[k]);
-            s->pos[k + 1].raw = ss_raw_used(&s->r);
-            s->pos[k + 1].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+            if (s->node_spans == NULL) {
+                ss_fisher_yates_skip(&s->r, s->sizes[k]);
+            } else {
+                int64_t a = s->node_spans[k];
+                s->warn |= ss_pass_node(&s->r, &s->rbg, &s->sizes[a], s->node_spans[k + 1] - a,
+                                        1, s->low, s->high);
+            }
+            s->pos[k + 1] = ss_raw_tell(&s->r);
             __atomic_store_n(&s->done, k + 1, __ATOMIC_RELEASE);
         }
+        ss_tstate_drop();  /* the jumps' thread state (ss_tstate_keep), if one was made */
         return NULL;
     }
-    /* 0 when the thread runs (s->r, sizes, pos set up by the caller). */
+    /* 0 when the thread runs (s->r, sizes, limit, pos, and for py1e rbg, node_spans, low, high
+       set up by the caller). */
     static int ss_scout_start(ss_scout *s) {
-        s->pos[0].raw = 0;
-        s->pos[0].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
+        s->pos[0] = ss_raw_tell(&s->r);
         if (pthread_create(&s->th, NULL, ss_scout_main, s) != 0) return -1;
         s->started = 1;
         return 0;
+    }
+    /* Wait until the scout has found where span (node) c starts (c <= limit). */
+    static void ss_scout_wait(ss_scout *s, int64_t c) {
+        int spins = 0;
+        while (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) < c) {
+            if (++spins < 64) { sched_yield(); continue; }
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
     }
     /* Stop and join; returns the spans scouted. */
     static int64_t ss_scout_stop(ss_scout *s) {
@@ -1233,6 +1263,19 @@ cdef extern from *:
             ss_raw_skip(r, sizes[k]);
         }
         return warn;
+    }
+
+    /* Pass a node nobody wants: its spans' Fisher-Yates words read and dropped, then (py1e,
+       spread) its block sizes drawn and its shifts jumped over. Returns 1 if a span outgrew its
+       block, else 0. */
+    static int ss_pass_node(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans,
+                            int spread, int64_t low, int64_t high) {
+        int64_t k, n = 0;
+        for (k = 0; k < nspans; k++) {
+            ss_fisher_yates_skip(r, sizes[k]);
+            n += sizes[k];
+        }
+        return spread && n ? ss_py1e_skip(r, bg, sizes, nspans, low, high) : 0;
     }
 
     /* ss_fisher_yates_i64 (n <= 2**32) with the words read from the reader: all draws
@@ -1374,10 +1417,39 @@ cdef extern from *:
         return NULL;
     }
 
-    /* ids[0..n) holds the node's shuffled spans (sizes[0..nspans), n >= 1). Draws each span's
-       block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
-       r when given, else NumPy's fill on bg), and orders ids by position. Returns 1 if a span
-       outgrew its block, 0 if not, -1 when out of memory. */
+    /* A py1e span's shift window: its block size drawn (NumPy's Generator.integers on bg), and
+       the window [*lower, *lower + *width) its m samples at offset off are shifted in (half the
+       block beyond the span on each side, inside the node of n). Returns 1 if the span outgrew
+       its block (no shift), else 0. */
+    static inline int ss_py1e_window(bitgen_t *bg, int64_t m, int64_t off, int64_t n,
+                                     int64_t low, int64_t high, double *lower, double *width) {
+        uint64_t draw;
+        int warn = 0;
+        random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
+        double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
+        if (cutoff < 0) { cutoff = 0; warn = 1; }
+        double lo = -cutoff, hi = cutoff;
+        if (-(double)off > lo) lo = -(double)off;
+        if ((double)(n - off - m) < hi) hi = (double)(n - off - m);
+        *lower = lo;
+        *width = hi - lo;
+        return warn;
+    }
+    /* s->gather and s->scratch hold at least want entries (gather keeping its first keep). 0,
+       or -1 out of memory. */
+    static int ss_gather_room(ss_py1e_space *s, int64_t want, int64_t keep) {
+        if (want <= s->cap_most) return 0;
+        ss_keyed *q = (ss_keyed *)ss_alloc((size_t)want * sizeof(ss_keyed));
+        if (q == NULL) return -1;
+        if (keep) memcpy(q, s->gather, (size_t)keep * sizeof(ss_keyed));
+        free(s->gather); free(s->scratch);
+        s->gather = q;
+        s->scratch = (ss_keyed *)ss_alloc((size_t)want * sizeof(ss_keyed));
+        s->cap_most = want;
+        if (s->scratch == NULL) { s->cap_most = 0; return -1; }
+        return 0;
+    }
+
     /* One span of a py1e node (m samples at offset off, ids[off..off+m) its shuffled ids): its
        block size drawn (NumPy's Generator.integers on bg), its shifts (Generator.uniform: from
        the reader r when given, else NumPy's fill on bg), and its samples bucketed by coarse
@@ -1392,15 +1464,8 @@ cdef extern from *:
                                    ss_py1e_space *s, int64_t tpos, int64_t *bmin_out,
                                    int64_t *nwin_out) {
         int64_t i, w;
-        int warn = 0;
-        uint64_t draw;
-        random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
-        double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
-        if (cutoff < 0) { cutoff = 0; warn = 1; }
-        double lower = -cutoff, upper = cutoff;
-        if (-(double)off > lower) lower = -(double)off;
-        if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
-        double width = upper - lower;
+        double lower, width;
+        int warn = ss_py1e_window(bg, m, off, n, low, high, &lower, &width);
         *bmin_out = 0; *nwin_out = 0;
         if (m == 0) return warn;
         if (ss_grow((void **)&s->keys, &s->cap_span, m, sizeof(double)) ||
@@ -1456,7 +1521,7 @@ cdef extern from *:
                                    int64_t nspans, int64_t n, int64_t low, int64_t high,
                                    ss_py1e_space *s) {
         int warn = 0;
-        int64_t k, w, e, off = 0, tpos = 0, rb = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
+        int64_t k, w, e, off = 0, tpos = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
         if (n < 1) return 0;
         int shift = SS_COARSE_MIN;
         int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
@@ -1485,17 +1550,9 @@ cdef extern from *:
                     if (w < 0 || w >= me[2]) continue;
                     int64_t a = start[w], z = start[w + 1];
                     if (z <= a) continue;
-                    if (g + (z - a) > s->cap_most) {
-                        int64_t c = 2 * (g + (z - a)) + 1024;
-                        ss_keyed *q = (ss_keyed *)ss_alloc((size_t)c * sizeof(ss_keyed));
-                        if (q == NULL) return -1;
-                        if (g) memcpy(q, s->gather, (size_t)g * sizeof(ss_keyed));
-                        free(s->gather); free(s->scratch);
-                        s->gather = q;
-                        s->scratch = (ss_keyed *)ss_alloc((size_t)c * sizeof(ss_keyed));
-                        s->cap_most = c;
-                        if (s->scratch == NULL) { s->cap_most = 0; return -1; }
-                    }
+                    if (g + (z - a) > s->cap_most
+                            && ss_gather_room(s, 2 * (g + (z - a)) + 1024, g))
+                        return -1;
                     int64_t at = (me[0] + a) % cap, first = z - a < cap - at ? z - a : cap - at;
                     memcpy(s->gather + g, s->runs + at, (size_t)first * sizeof(ss_keyed));
                     if (first < z - a)
@@ -1509,7 +1566,6 @@ cdef extern from *:
             }
             /* Spans whose buckets are all gathered let go of their runs (from the oldest). */
             while (hs < k && s->meta[4 * hs + 1] + s->meta[4 * hs + 2] <= nextb) hs++;
-            rb = hs < k ? s->meta[4 * hs] : rt;
             if (k == nspans) break;
             int64_t m = sizes[k], bmin, nwin;
             int got = ss_py1e_bucket_span(r, bg, ids, m, off, n, low, high, shift, s, tpos,
@@ -1520,7 +1576,8 @@ cdef extern from *:
             meta[0] = rt; meta[1] = nextb; meta[2] = 0; meta[3] = tpos;
             if (m == 0) continue;
             ss_keyed *run = s->local;
-            if (rt + m - rb > cap) return -3;  /* (the bound above makes this a bug) */
+            /* (the bound above makes this a bug) */
+            if (rt + m - (hs < k ? s->meta[4 * hs] : rt) > cap) return -3;
             int64_t at = rt % cap, first = m < cap - at ? m : cap - at;
             memcpy(s->runs + at, run, (size_t)first * sizeof(ss_keyed));
             if (first < m) memcpy(s->runs, run + first, (size_t)(m - first) * sizeof(ss_keyed));
@@ -1532,6 +1589,10 @@ cdef extern from *:
         return warn;
     }
 
+    /* ids[0..n) holds the node's shuffled spans (sizes[0..nspans), n >= 1). Draws each span's
+       block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
+       r when given, else NumPy's fill on bg), and orders ids by position (nodes far larger than their block: ss_py1e_node_stream). Returns 1 if a span
+       outgrew its block, 0 if not, -1 when out of memory. */
     static int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes,
                             int64_t nspans, int64_t n, int64_t low, int64_t high,
                             ss_py1e_space *s) {
@@ -1583,13 +1644,7 @@ cdef extern from *:
         }
         if (ss_grow((void **)&s->list, &s->cap_list, pairs + 1, sizeof(int32_t)))
             return -1;
-        if (most > s->cap_most) {
-            free(s->gather); free(s->scratch);
-            s->gather = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
-            s->scratch = (ss_keyed *)ss_alloc((size_t)most * sizeof(ss_keyed));
-            s->cap_most = most;
-            if (s->gather == NULL || s->scratch == NULL) { s->cap_most = 0; return -1; }
-        }
+        if (ss_gather_room(s, most, 0)) return -1;
         memcpy(cur, ptr, (size_t)nb * sizeof(int64_t));
         for (k = 0; k < nspans; k++) {
             int64_t *meta = s->meta + 4 * k;
@@ -1654,15 +1709,9 @@ cdef extern from *:
                                 int *warn) {
         int64_t k, i, e, n = 0, off = 0, cnt = 0, cap = 0, largest = 0, got = -1, c;
         *out = NULL; *warn = 0;
-        /* The nodes before: their words read, block sizes drawn, shifts jumped over. */
-        for (c = 0; c < node; c++) {
-            int64_t a = node_spans[c], z = node_spans[c + 1], m = 0;
-            for (k = a; k < z; k++) {
-                ss_fisher_yates_skip(r, sizes[k]);
-                m += sizes[k];
-            }
-            if (m) *warn |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high);
-        }
+        for (c = 0; c < node; c++)  /* the nodes before */
+            *warn |= ss_pass_node(r, bg, &sizes[node_spans[c]], node_spans[c + 1] - node_spans[c],
+                                  1, low, high);
         begins += node_spans[node];
         sizes += node_spans[node];
         int64_t nspans = node_spans[node + 1] - node_spans[node];
@@ -1675,20 +1724,13 @@ cdef extern from *:
         for (k = 0; k < nspans; k++) n += sizes[k];
         if (until > n) until = n;
         for (k = 0; k < nspans; k++) {
-            pos[k].raw = ss_raw_used(r);
-            pos[k].half = (int64_t)r->half | ((int64_t)r->has_half << 32);
+            pos[k] = ss_raw_tell(r);
             ss_fisher_yates_skip(r, sizes[k]);
         }
         for (k = 0; k < nspans; k++) {
             int64_t m = sizes[k];
-            uint64_t draw;
-            random_bounded_uint64_fill(bg, (uint64_t)low, (uint64_t)(high - 1 - low), 1, 0, &draw);
-            double cutoff = ((double)(int64_t)draw - (double)m) / 2.0;
-            if (cutoff < 0) { cutoff = 0; *warn = 1; }
-            double lower = -cutoff, upper = cutoff;
-            if (-(double)off > lower) lower = -(double)off;
-            if ((double)(n - off - m) < upper) upper = (double)(n - off - m);
-            double width = upper - lower;
+            double lower, width;
+            *warn |= ss_py1e_window(bg, m, off, n, low, high, &lower, &width);
             first[k] = cnt;
             if (m > 0 && (double)off + lower < (double)until) {
                 for (i = 0; i < m; i++) {
@@ -1733,65 +1775,6 @@ cdef extern from *:
         return got;
     }
 
-    /* ---- py1e node scout: where each canonical node's draws start ----
-       A view of py1e draws its wanted nodes whole, and only passes the others (their
-       Fisher-Yates words read, their block sizes drawn, their shifts jumped over); where a node's
-       draws start depends on every word before it. On a second core the scout passes every node
-       up to `limit` from its own copy of the generator, recording where each one starts; the
-       caller jumps straight to each wanted node once the scout has found it and draws it there,
-       so the nodes it does not want cost it nothing (at nc=64 a worker wants 8 nodes of 64). */
-    typedef struct {
-        pthread_t th;
-        int started, stop, warn;
-        ss_raw r;
-        bitgen_t rbg;
-        const int64_t *sizes, *node_spans;
-        int64_t limit, low, high;
-        ss_spanpos *pos;             /* limit + 1 */
-        int64_t done;                /* nodes passed: pos[0 .. done] hold (atomic) */
-    } ss_nscout;
-    static void *ss_nscout_main(void *arg) {
-        ss_nscout *s = (ss_nscout *)arg;
-        for (int64_t c = 0; c < s->limit; c++) {
-            if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) break;
-            int64_t a = s->node_spans[c], z = s->node_spans[c + 1], n = 0;
-            for (int64_t k = a; k < z; k++) {
-                ss_fisher_yates_skip(&s->r, s->sizes[k]);
-                n += s->sizes[k];
-            }
-            if (n) s->warn |= ss_py1e_skip(&s->r, &s->rbg, &s->sizes[a], z - a, s->low, s->high);
-            s->pos[c + 1].raw = ss_raw_used(&s->r);
-            s->pos[c + 1].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
-            __atomic_store_n(&s->done, c + 1, __ATOMIC_RELEASE);
-        }
-        ss_tstate_drop();  /* the jumps' thread state (ss_tstate_keep), if one was made */
-        return NULL;
-    }
-    /* 0 when the thread runs (s->r, rbg, sizes, node_spans, limit, low, high, pos set up). */
-    static int ss_nscout_start(ss_nscout *s) {
-        s->pos[0].raw = 0;
-        s->pos[0].half = (int64_t)s->r.half | ((int64_t)s->r.has_half << 32);
-        if (pthread_create(&s->th, NULL, ss_nscout_main, s) != 0) return -1;
-        s->started = 1;
-        return 0;
-    }
-    /* Wait until the scout has found where node c starts (c <= limit). */
-    static void ss_nscout_wait(ss_nscout *s, int64_t c) {
-        int spins = 0;
-        while (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) < c) {
-            if (++spins < 64) { sched_yield(); continue; }
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    static void ss_nscout_stop(ss_nscout *s) {
-        if (s->started) {
-            __atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
-            pthread_join(s->th, NULL);
-            s->started = 0;
-        }
-    }
-
     """
     ctypedef struct ss_keyed:
         double key
@@ -1834,12 +1817,18 @@ cdef extern from *:
         int64_t half
     ctypedef struct ss_scout:
         int started
+        int warn
         ss_raw r
+        bitgen_t rbg
         const int64_t *sizes
-        int64_t nspans, limit
+        const int64_t *node_spans
+        int64_t nspans, limit, low, high
         ss_spanpos *pos
     int ss_scout_start(ss_scout *s) nogil
+    void ss_scout_wait(ss_scout *s, int64_t c) nogil
     int64_t ss_scout_stop(ss_scout *s) nogil
+    int ss_pass_node(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int spread,
+                     int64_t low, int64_t high) nogil
     void ss_raw_seek_span(ss_raw *r, const ss_spanpos *p) nogil
     void *ss_alloc(size_t bytes) nogil
     int ss_py1e_skip(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int64_t low,
@@ -1854,19 +1843,6 @@ cdef extern from *:
                          const int64_t *sizes, const int64_t *node_spans, int64_t node,
                          int64_t low, int64_t high, int64_t until, int64_t **out,
                          int *warn) nogil
-    ctypedef struct ss_nscout:
-        int started
-        int warn
-        ss_raw r
-        bitgen_t rbg
-        const int64_t *sizes
-        const int64_t *node_spans
-        int64_t limit, low, high
-        ss_spanpos *pos
-        int64_t done
-    int ss_nscout_start(ss_nscout *s) nogil
-    void ss_nscout_wait(ss_nscout *s, int64_t c) nogil
-    void ss_nscout_stop(ss_nscout *s) nogil
 
 
 cdef bitgen_t *_bitgen(object bit) except NULL:
@@ -2153,10 +2129,6 @@ def py1e_head(rng, const int64_t[::1] begins, const int64_t[::1] sizes, int64_t 
         except BaseException:
             ss_raw_close(&r)
             raise
-    r.jump = _jump
-    r.jump_ctx = <void *>first
-    r2.jump = _jump
-    r2.jump_ctx = <void *>second
     ss_raw_bitgen(&r, &rbg)
     try:
         with nogil:
@@ -2433,12 +2405,15 @@ cdef int _raw_mode(object bit, int mode, Py_ssize_t largest_span) except -1:
 
 
 cdef int _raw_open(ss_raw *r, object bit, object copy) except -1:
-    # The copy starts where ``bit`` is; the reader starts with ``bit``'s buffered half, if any.
+    # The copy starts where ``bit`` is; the reader starts with ``bit``'s buffered half, if any,
+    # and jumps over raws with the copy's PCG64.advance (the caller keeps ``copy`` alive).
     state = bit.state
     copy.state = state
     if ss_raw_init(r, _bitgen(copy), <int>state["has_uint32"], <uint32_t>state["uinteger"]) < 0:
         ss_raw_close(r)
         raise MemoryError()
+    r.jump = _jump
+    r.jump_ctx = <void *>copy
     return 0
 
 
@@ -2525,9 +2500,8 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
     (out of memory) or the entry of the grouping whose place is outside its span.
     """
     cdef bint pick = buf != NULL
-    cdef Py_ssize_t c, k, e, a, a0, z, n, place, node_start = 0, span_start, skipped, left
+    cdef Py_ssize_t c, k, e, a, a0, z, n, node_start = 0, skipped
     cdef int64_t *dst
-    cdef int got
     for c in range(node_spans.shape[0] - 1):
         if c > last and not exact:
             break
@@ -2546,18 +2520,13 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
         if pick and spread:
             # (Spans before a0 were checked and drawn already: their places may be overwritten.
             # py1s checks each span's places as it keeps them, _draw_span_kept.)
-            span_start = node_start + skipped
-            for k in range(a0, z):
-                e = _check_span(want, o32, o64, cols, want_bounds[k], want_bounds[k + 1],
-                                span_start, sizes[k])
-                if e >= 0:
-                    return e
-                span_start += sizes[k]
+            e = _check_node_places(want, o32, o64, cols, want_bounds, sizes, a0, z,
+                                   node_start + skipped)
+            if e >= 0:
+                return e
         if pick and r != NULL and want_bounds[z] == want_bounds[a0]:
-            for k in range(a0, z):
-                ss_fisher_yates_skip(r, sizes[k])
-            if spread and n:
-                warn[0] |= ss_py1e_skip(r, bg, &sizes[a], z - a, low, high)
+            # (py1e: a0 == a, the spans before a0 being py1s's scouted ones)
+            warn[0] |= ss_pass_node(r, bg, &sizes[a0], z - a0, spread, low, high)
             node_start += n
             continue
         if pick and not spread:
@@ -2568,25 +2537,64 @@ cdef Py_ssize_t _draw_nodes(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[
             node_start += n
             continue
         dst = buf if pick else &out[node_start]
-        place = 0
-        for k in range(a, z):
-            _draw_span(r, bg, begins[k], sizes[k], &dst[place], j)
-            place += sizes[k]
-        if spread and n:
-            got = ss_py1e_node(r, bg, dst, &sizes[a], z - a, n, low, high, sp)
-            if got < 0:
-                return -2
-            warn[0] |= got
-        if pick and cols != NULL:
-            left = 0
-            for e in range(want_bounds[a], want_bounds[z]):
-                _col_step(cols, e, &k, &left)
-                out[k] = buf[want[k] - node_start]
-        elif pick:
-            for e in range(want_bounds[a], want_bounds[z]):
-                k = _at(o32, o64, e)
-                out[k] = buf[want[k] - node_start]
+        if _draw_node(r, bg, spread, begins, sizes, a, z, n, low, high, dst, j, sp, warn) < 0:
+            return -2
+        if pick:
+            _keep_places(out, want, want_bounds, o32, o64, cols, buf, a, z, node_start)
         node_start += n
+    return -1
+
+
+cdef inline int _draw_node(ss_raw *r, bitgen_t *bg, bint spread, const int64_t[:] begins,
+                           const int64_t[:] sizes, Py_ssize_t a, Py_ssize_t z, Py_ssize_t n,
+                           int64_t low, int64_t high, int64_t *dst, uint32_t *j,
+                           ss_py1e_space *sp, int *warn) noexcept nogil:
+    # A node's spans (a .. z, n samples) shuffled into dst, then (py1e) spread and ordered.
+    # Returns 0, or -1 out of memory.
+    cdef Py_ssize_t k, place = 0
+    cdef int got
+    for k in range(a, z):
+        _draw_span(r, bg, begins[k], sizes[k], &dst[place], j)
+        place += sizes[k]
+    if spread and n:
+        got = ss_py1e_node(r, bg, dst, &sizes[a], z - a, n, low, high, sp)
+        if got < 0:
+            return -1
+        warn[0] |= got
+    return 0
+
+
+cdef inline void _keep_places(int64_t[:] out, const int64_t[:] want,
+                              const int64_t[:] want_bounds, const int32_t *o32,
+                              const int64_t *o64, const ss_cols *cols, const int64_t *buf,
+                              Py_ssize_t a, Py_ssize_t z, Py_ssize_t node_start) noexcept nogil:
+    # The wanted places of a drawn node (spans a .. z, its values in buf from node_start on)
+    # into out, through the grouping.
+    cdef Py_ssize_t e, k = 0, left = 0
+    if cols != NULL:
+        for e in range(want_bounds[a], want_bounds[z]):
+            _col_step(cols, e, &k, &left)
+            out[k] = buf[want[k] - node_start]
+    else:
+        for e in range(want_bounds[a], want_bounds[z]):
+            k = _at(o32, o64, e)
+            out[k] = buf[want[k] - node_start]
+
+
+cdef inline Py_ssize_t _check_node_places(const int64_t[:] want, const int32_t *o32,
+                                          const int64_t *o64, const ss_cols *cols,
+                                          const int64_t[:] want_bounds, const int64_t[:] sizes,
+                                          Py_ssize_t a, Py_ssize_t z,
+                                          int64_t span_start) noexcept nogil:
+    # The first grouping entry of spans a .. z (the first starting at span_start) whose place
+    # is outside its span, or -1.
+    cdef Py_ssize_t k, e
+    for k in range(a, z):
+        e = _check_span(want, o32, o64, cols, want_bounds[k], want_bounds[k + 1], span_start,
+                        sizes[k])
+        if e >= 0:
+            return e
+        span_start += sizes[k]
     return -1
 
 
@@ -2759,7 +2767,7 @@ def _set_py1e_stream(int mode):
     return old
 
 
-# py1e views: a node scout passes the nodes on a second core (see ss_nscout): 0 never, 1 when
+# py1e views: a node scout passes the nodes on a second core (see ss_scout): 0 never, 1 when
 # worth it, 2 always (tests).
 _py1e_node_scout = 1
 
@@ -2780,7 +2788,7 @@ cdef bint _nscout_worth(const int64_t[:] node_spans, const int64_t[:] want_bound
     return wanted >= 2 and limit - wanted >= 2 and _second_core()
 
 
-cdef Py_ssize_t _draw_nodes_scouted(ss_raw *r, bitgen_t *bg, ss_nscout *ns,
+cdef Py_ssize_t _draw_nodes_scouted(ss_raw *r, bitgen_t *bg, ss_scout *ns,
                                     const int64_t[:] begins, const int64_t[:] sizes,
                                     const int64_t[:] node_spans, int64_t low, int64_t high,
                                     int64_t[:] out, const int64_t[:] want,
@@ -2791,43 +2799,24 @@ cdef Py_ssize_t _draw_nodes_scouted(ss_raw *r, bitgen_t *bg, ss_nscout *ns,
     each wanted node is drawn where the scout found it starts; the others are left to the
     scout. The reader ends where the scout's last node ends. Returns -1, -2 (out of memory) or
     the entry of the grouping whose place is outside its span."""
-    cdef Py_ssize_t c, k, e, a, z, n, place, node_start = 0, span_start, left
-    cdef int got
+    cdef Py_ssize_t c, k, e, a, z, n, node_start = 0
     for c in range(ns.limit):
         a = node_spans[c]
         z = node_spans[c + 1]
         n = 0
-        span_start = node_start
         for k in range(a, z):
-            e = _check_span(want, o32, o64, cols, want_bounds[k], want_bounds[k + 1],
-                            span_start, sizes[k])
-            if e >= 0:
-                return e
-            span_start += sizes[k]
             n += sizes[k]
+        e = _check_node_places(want, o32, o64, cols, want_bounds, sizes, a, z, node_start)
+        if e >= 0:
+            return e
         if want_bounds[z] > want_bounds[a]:
-            ss_nscout_wait(ns, c)
+            ss_scout_wait(ns, c)
             ss_raw_seek_span(r, &ns.pos[c])
-            place = 0
-            for k in range(a, z):
-                _draw_span(r, bg, begins[k], sizes[k], &buf[place], j)
-                place += sizes[k]
-            if n:
-                got = ss_py1e_node(r, bg, buf, &sizes[a], z - a, n, low, high, sp)
-                if got < 0:
-                    return -2
-                warn[0] |= got
-            if cols != NULL:
-                left = 0
-                for e in range(want_bounds[a], want_bounds[z]):
-                    _col_step(cols, e, &k, &left)
-                    out[k] = buf[want[k] - node_start]
-            else:
-                for e in range(want_bounds[a], want_bounds[z]):
-                    k = _at(o32, o64, e)
-                    out[k] = buf[want[k] - node_start]
+            if _draw_node(r, bg, True, begins, sizes, a, z, n, low, high, buf, j, sp, warn) < 0:
+                return -2
+            _keep_places(out, want, want_bounds, o32, o64, cols, buf, a, z, node_start)
         node_start += n
-    ss_nscout_wait(ns, ns.limit)
+    ss_scout_wait(ns, ns.limit)
     ss_raw_seek_span(r, &ns.pos[ns.limit])
     return -1
 
@@ -2851,8 +2840,6 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
     cdef void *ctxs[3]
     _raw_open(&r, bit, copy)
     try:
-        r.jump = _jump
-        r.jump_ctx = <void *>copy
         ss_raw_bitgen(&r, &rbg)
         if scout is not None and scout.s.pos != NULL:
             with nogil:
@@ -2900,14 +2887,12 @@ cdef Py_ssize_t _draw_nodes_with_scout(object bit, ss_raw *r, bitgen_t *rbg,
     """Start a node scout over the first ``limit`` nodes from ``bit``'s state (where the reader
     ``r`` starts) and draw the view with it (:func:`_draw_nodes_scouted`). Returns as that does,
     or -3 when no thread could be started (nothing drawn: the caller draws alone)."""
-    cdef ss_nscout ns
+    cdef ss_scout ns
     cdef Py_ssize_t bad = -3
     memset(&ns, 0, sizeof(ns))
     copy = _copy_of(bit)
     _raw_open(&ns.r, bit, copy)
     try:
-        ns.r.jump = _jump
-        ns.r.jump_ctx = <void *>copy
         ss_raw_bitgen(&ns.r, &ns.rbg)
         ns.sizes = &sizes[0]
         ns.node_spans = &node_spans[0]
@@ -2917,14 +2902,14 @@ cdef Py_ssize_t _draw_nodes_with_scout(object bit, ss_raw *r, bitgen_t *rbg,
         ns.pos = <ss_spanpos *>malloc((limit + 1) * sizeof(ss_spanpos))
         if ns.pos == NULL:
             raise MemoryError()
-        if ss_nscout_start(&ns) != 0:
+        if ss_scout_start(&ns) != 0:
             return -3
         with nogil:
             bad = _draw_nodes_scouted(r, rbg, &ns, begins, sizes, node_spans, low, high, out,
                                       want, want_bounds, o32, o64, cols, buf, j, sp, warn)
     finally:
         with nogil:
-            ss_nscout_stop(&ns)
+            ss_scout_stop(&ns)
         free(ns.pos)
         ss_raw_close(&ns.r)
     warn[0] |= ns.warn
@@ -4044,8 +4029,6 @@ cdef class _Reader:
             self.copy = _copy_of(self.bit)
             _raw_open(&self.r, self.bit, self.copy)
             self.opened = True
-            self.r.jump = _jump
-            self.r.jump_ctx = <void *>self.copy
             ss_raw_bitgen(&self.r, &self.rbg)
             self.bg = &self.rbg
         return 0

@@ -36,7 +36,8 @@ __all__ = [
 _MAX_BYTES = 1 << 62
 # MDS/JSON/XSV shards store sample counts and offsets as uint32.
 _MAX_SAMPLES = (1 << 32) - 1
-_FILE_KEYS = ("raw_data", "zip_data", "raw_meta", "zip_meta")
+# The file objects a shard entry may have.
+SHARD_FILE_KEYS = ("raw_data", "zip_data", "raw_meta", "zip_meta")
 # Per built-in format, the raw file that starts with the shard's sample count and offset table:
 # ``[count: u32] [offsets: (count + 1) x u32]``, so at least 4 * (samples + 2) bytes.
 _OFFSET_TABLE_FILE = {
@@ -143,7 +144,7 @@ def validate_shard(obj: Any, where: str) -> None:
     size_limit = obj["size_limit"]
     if size_limit is not None and (not _is_int(size_limit) or size_limit < 0):
         raise ValueError(f"{where}: invalid size_limit {size_limit!r}")
-    for key in _FILE_KEYS:
+    for key in SHARD_FILE_KEYS:
         info = obj.get(key)
         if key.startswith("raw_") and key in obj and info is None:
             raise ValueError(f"{where}: {key} must not be null")

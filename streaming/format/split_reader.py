@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.format.base.reader import FileInfo, SplitReader
-from streaming.format.index import get_index_basename, validate_shard
+from streaming.format.index import SHARD_FILE_KEYS, get_index_basename, validate_shard
 from streaming.format.split import read_offsets
 
 __all__ = ["SplitTextReader"]
@@ -22,7 +22,6 @@ _ENTRY_ONLY = frozenset({"version", "format"})
 _FROM_CALLER = frozenset({"self", "dirname", "split"})
 # Files that may be absent from an entry (no compression).
 _OPTIONAL = frozenset({"zip_data", "zip_meta"})
-_FILE_KEYS = ("raw_data", "raw_meta", "zip_data", "zip_meta")
 # The fields of a file object (``FileInfo``'s).
 _FILE_FIELDS = frozenset({"basename", "bytes", "hashes"})
 
@@ -116,7 +115,7 @@ class SplitTextReader(SplitReader):
         for key, (check, what) in _FIELD_CHECKS.items():
             if key in obj and not check(obj[key]):
                 raise ValueError(f"{where}: {key} must be {what}, got {obj[key]!r}")
-        for key in _FILE_KEYS:
+        for key in SHARD_FILE_KEYS:
             unknown = sorted(set(obj.get(key) or ()) - _FILE_FIELDS)
             if unknown:
                 raise ValueError(f"{where}: {key}: unknown field(s) {unknown}")
@@ -127,7 +126,7 @@ class SplitTextReader(SplitReader):
         del args["version"], args["format"]
         args["dirname"] = dirname
         args["split"] = split
-        for key in _FILE_KEYS:
+        for key in SHARD_FILE_KEYS:
             info = args.get(key)
             args[key] = FileInfo(**info) if info else None
         return cls(**args)

@@ -237,13 +237,9 @@ def worker_plan_head(
                            units):
         places = _places(spec, nodes, ranks, workers_per_rank, batch_size, sample_in_epoch,
                          node, rank_of_node, worker_of_rank)
-    # The canonical node of the worker's first place: its head holds that node's first places.
-    total = int(np.sum(units))
+    # The head of the worker's first place's canonical node holds that node's first places.
     first_place = 0 if places is None else _first_place(places)
-    if first_place is None or first_place >= total:
-        return None
-    ends = total * np.arange(1, nc + 1, dtype=np.int64) // nc  # canonical nodes' last places
-    got = get_shuffle_py1e_head(*args, HEAD_UNTIL, int(np.searchsorted(ends, first_place, "right")))
+    got = None if first_place is None else get_shuffle_py1e_head(*args, HEAD_UNTIL, first_place)
     if got is None:
         return None
     start, head = got

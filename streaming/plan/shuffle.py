@@ -378,7 +378,7 @@ def get_shuffle_py1e_head(
     epoch: int,
     block_size: int,
     until: int,
-    node: int = 0,
+    place: int = 0,
 ) -> tuple[int, NDArray[np.int64]] | None:
     """The first sample ids of one canonical node of ``get_shuffle_py1e``'s epoch, for a
     fraction of the cost of the node (``_shuffle.py1e_head``: ~35 ms against ~0.25 s for a node
@@ -396,7 +396,7 @@ def get_shuffle_py1e_head(
         epoch (int): Current epoch.
         block_size (int): Unit of shuffle (as ``get_shuffle_py1e``'s).
         until (int): Position bound: the head holds the samples placed below it.
-        node (int): Which canonical node. Defaults to ``0``.
+        place (int): A place of the epoch: the head is its canonical node's. Defaults to ``0``.
 
     Returns:
         Optional[Tuple[int, NDArray[np.int64]]]: The node's first place and its head; ``None``
@@ -404,7 +404,7 @@ def get_shuffle_py1e_head(
             then), or draws that cannot be read ahead (see ``_shuffle.py1e_head``).
     """
     low, high = int(0.75 * block_size), int(1.25 * block_size)
-    if low >= high or until < 0 or not 0 <= node < num_canonical_nodes:
+    if low >= high or until < 0 or place < 0:
         return None
     begins, span_sizes, node_spans, epoch_rng, num_samples = _node_spans(
         shard_sizes, num_canonical_nodes, seed, epoch
@@ -413,8 +413,9 @@ def get_shuffle_py1e_head(
     if not len(span_sizes) or (np.diff(bounds) == 0).any():
         return None  # a node without samples: get_shuffle_py1e raises
     node_samples = np.add.reduceat(span_sizes, bounds[:-1])
-    if not node_samples.all():
+    if not node_samples.all() or place >= num_samples:
         return None
+    node = int(np.searchsorted(np.cumsum(node_samples), place, "right"))
     got = _shuffle.py1e_head(epoch_rng, begins, span_sizes, low, high, until, bounds, node)
     if got is None:
         return None

@@ -78,15 +78,17 @@ def test_epoch_head_is_the_node_order_s_first_places(shard_sizes, nc, seed, ep, 
         try:
             whole = get_shuffle_py1e(shard_sizes, nc, seed, ep, block)
         except ValueError:  # a node without samples: no head either
-            assert get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until, node) is None
+            assert get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until) is None
             return
+    total = sum(shard_sizes)
+    start = node * total // nc  # the node's first place
+    place = data.draw(st.integers(start, (node + 1) * total // nc - 1))  # any place of it
     with warnings.catch_warnings(record=True) as head_warned:
         warnings.simplefilter("always")
-        got = get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until, node)
+        got = get_shuffle_py1e_head(shard_sizes, nc, seed, ep, block, until, place)
     assert got is not None
-    start, head = got
-    total = sum(shard_sizes)
-    assert start == node * total // nc  # the node's first place
+    assert got[0] == start
+    head = got[1]
     assert np.array_equal(head, whole[start : start + len(head)])
     # One node: the same warning, once; more: left to the epoch's plan.
     assert len(head_warned) == (len(whole_warned) if nc == 1 else 0)
@@ -110,7 +112,7 @@ def test_no_head_where_it_cannot_be_read_ahead():
     begins = np.array([0, 5, 12], np.int64)
     assert get_shuffle_py1e_head(sizes, 1, 1, 0, 0, 100) is None  # no block size range
     assert get_shuffle_py1e_head([1], 2, 1, 0, 64, 100) is None  # a node without samples
-    assert get_shuffle_py1e_head(sizes, 2, 1, 0, 64, 100, node=2) is None  # no such node
+    assert get_shuffle_py1e_head(sizes, 2, 1, 0, 64, 100, place=21) is None  # past the epoch
     rng = np.random.Generator(np.random.Philox(3))
     assert _shuffle.py1e_head(rng, begins, sizes, 10, 20, 100) is None  # not PCG64
 
