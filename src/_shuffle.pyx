@@ -1435,6 +1435,13 @@ cdef extern from *:
         *width = hi - lo;
         return warn;
     }
+    /* A node's coarse bucket width, 2**shift units (see SS_COARSE_MIN). */
+    static inline int ss_py1e_shift(int64_t n, int64_t nspans, int64_t high) {
+        int shift = SS_COARSE_MIN;
+        int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
+        while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
+        return shift;
+    }
     /* s->gather and s->scratch hold at least want entries (gather keeping its first keep). 0,
        or -1 out of memory. */
     static int ss_gather_room(ss_py1e_space *s, int64_t want, int64_t keep) {
@@ -1523,9 +1530,7 @@ cdef extern from *:
         int warn = 0;
         int64_t k, w, e, off = 0, tpos = 0, rt = 0, hs = 0, nextb = 0, outp = 0;
         if (n < 1) return 0;
-        int shift = SS_COARSE_MIN;
-        int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
-        while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
+        int shift = ss_py1e_shift(n, nspans, high);
         int64_t nb = ((n - 1) >> shift) + 1, width = (int64_t)1 << shift, reach = high / 2 + 1;
         /* A span's run is live until its last bucket is gathered: until the spans bucketed
            reach 2 * reach + width past its end; so the live runs never exceed that plus two
@@ -1591,18 +1596,18 @@ cdef extern from *:
 
     /* ids[0..n) holds the node's shuffled spans (sizes[0..nspans), n >= 1). Draws each span's
        block size (NumPy's Generator.integers on bg) and shifts (Generator.uniform: from the reader
-       r when given, else NumPy's fill on bg), and orders ids by position (nodes far larger than their block: ss_py1e_node_stream). Returns 1 if a span
-       outgrew its block, 0 if not, -1 when out of memory. */
+       r when given, else NumPy's fill on bg), and orders ids by position (nodes far larger than
+       their block: ss_py1e_node_stream). Returns 1 if a span outgrew its block, 0 if not, -1
+       when out of memory. */
     static int ss_py1e_node(ss_raw *r, bitgen_t *bg, int64_t *ids, const int64_t *sizes,
                             int64_t nspans, int64_t n, int64_t low, int64_t high,
                             ss_py1e_space *s) {
-        if (ss_py1e_stream == 2 || (ss_py1e_stream == 0 && n >= SS_STREAM_MIN && n > high + high / 2))
+        if (ss_py1e_stream == 2
+                || (ss_py1e_stream == 0 && n >= SS_STREAM_MIN && n > high + high / 2))
             return ss_py1e_node_stream(r, bg, ids, sizes, nspans, n, low, high, s);
         int warn = 0;
         int64_t k, b, w, off = 0, tpos = 0, pairs = 0;
-        int shift = SS_COARSE_MIN;
-        int64_t avg = nspans ? n / nspans : n, need = 16 * (high / (avg > 0 ? avg : 1));
-        while (shift < SS_COARSE_MAX && ((int64_t)1 << shift) < need) shift++;
+        int shift = ss_py1e_shift(n, nspans, high);
         int64_t nb = ((n - 1) >> shift) + 1, width = (int64_t)1 << shift;
         if (ss_grow((void **)&s->fine, &s->cap_fine, width + 1, sizeof(int32_t))) return -1;
         int32_t *fine = s->fine;
