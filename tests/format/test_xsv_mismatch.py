@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -33,9 +34,9 @@ def _patch_index(out: str, **changes) -> None:
     ("writer", "ext", "change", "problem"),
     [
         (lambda out: CSVWriter(out=out, columns=_COLUMNS), "csv", {"newline": "\r\n\r\n"},
-         "does not end with the shard's newline"),
+         "header line .* does not name the index's columns"),
         (lambda out: XSVWriter(out=out, columns=_COLUMNS, separator="|"), "xsv",
-         {"separator": ";"}, "sample has 1 field.*2 column"),
+         {"separator": ";"}, "header line .* does not name the index's columns"),
     ],
     ids=["newline", "separator"],
 )
@@ -46,6 +47,21 @@ def test_wrong_delimiter_names_the_shard(tmp_path, writer, ext, change, problem)
     _patch_index(out, **change)
     data = os.path.join(out, f"shard.00000.{ext}")
     with pytest.raises(ValueError, match=f"{data}: .*{problem}"):
+        LocalDataset(out)[0]
+
+
+@pytest.mark.parametrize("names", [["x", "s"], ["", "0"], ["s", "y"]])
+def test_renamed_columns_name_the_shard(tmp_path, names) -> None:
+    # The index's column names must be the data file's header line's: else every value would
+    # come back under another name (or through another column's decoder).
+    out = str(tmp_path)
+    with CSVWriter(out=out, columns=_COLUMNS) as w:
+        w.write({"x": 12, "s": "hello"})
+    _patch_index(out, column_names=names)
+    data = os.path.join(out, "shard.00000.csv")
+    header = r"b's,x\n'"  # (as the message shows the bytes)
+    with pytest.raises(ValueError, match=re.escape(f"{data}: the header line {header} does not "
+                                                   f"name the index's columns {names}")):
         LocalDataset(out)[0]
 
 

@@ -95,6 +95,31 @@ class XSVReader(SplitTextReader):
         return _columns_problem(obj["column_names"], obj["column_encodings"], separator,
                                 obj["newline"])
 
+    def _get_offsets(self):  # noqa: ANN202 (the base class's)
+        if self._offsets is None:
+            offsets = super()._get_offsets()
+            try:
+                self._check_header(int(offsets[0]))
+            except BaseException:
+                self._offsets = None  # (checked again next time)
+                raise
+        return self._offsets
+
+    def _check_header(self, size: int) -> None:
+        """Refuse a data file whose header line (the bytes before its first sample, as the
+        writer puts them) does not name the index's columns: the index would give the values
+        other names (or other columns' decoders)."""
+        if size <= 0:
+            return  # (no header: nothing to compare)
+        filename = self._path(self.raw_data)
+        want = (self.separator.join(self.column_names) + self.newline).encode("utf-8")
+        with open(filename, "rb") as f:
+            got = f.read(size)
+        if got != want:
+            raise ValueError(f"{filename}: the header line {got[:80]!r} does not name the "
+                             f"index's columns {self.column_names} (as {want[:80]!r}); the "
+                             f"index does not match the data")
+
     def decode_sample(self, data: bytes) -> dict[str, Any]:
         """Decode a sample dict from bytes.
 
