@@ -1,13 +1,25 @@
 # cython: language_level=3
-"""Collation kernels: stack a batch's same-shape, same-dtype arrays into one array.
+"""Collation kernels: stack a batch's same-shape, same-dtype arrays into one array; pack a
+column of strings into one buffer and back.
 
 Torch's ``default_collate`` turns each sample's array into a tensor and stacks those; checking
 and copying the rows one by one in Python costs ~2 us a row, more than decoding the row. Here the
 check is one pass in C and the copy one ``memcpy`` a row.
+
+A DataLoader worker sends a chunk's strings to the main process: pickled one by one (an opcode
+and a memo entry each) that cost ~0.15 us a string, as much as decoding its row. Packed, they
+are one ``memcpy`` each, and the main process makes each string straight from its bytes.
 """
 
 cimport numpy as cnp
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
 
 cnp.import_array()
 
@@ -74,3 +86,84 @@ def copy_rows(list values, cnp.ndarray out):
                 cnp.PyArray_NBYTES(value) != row:
             raise ValueError(f"copy_rows: value {i} is not a C-contiguous array of {row} bytes")
         memcpy(dst + i * row, cnp.PyArray_DATA(value), row)
+
+
+def pack_text(list values):
+    """Pack a list of only ``str`` or only ``bytes`` into two buffers (see :func:`unpack_text`).
+
+    Args:
+        values (List[Union[str, bytes]]): The values, all ``str`` or all ``bytes``.
+
+    Returns:
+        Tuple[bytes, bytes]: Each value's end in the data (int64, native order), and the data:
+            the values' bytes (strings UTF-8 encoded) one after another.
+
+    Raises:
+        TypeError: A value is not of the first one's type (``str`` or ``bytes``).
+        UnicodeEncodeError: A string holds a lone surrogate (no UTF-8 for it).
+    """
+    cdef Py_ssize_t i, n = len(values), size, total = 0
+    cdef bint text = n > 0 and type(values[0]) is str
+    cdef const char* src
+    cdef object value
+    ends = PyBytes_FromStringAndSize(NULL, n * sizeof(int64_t))
+    cdef int64_t* end = <int64_t*>PyBytes_AS_STRING(ends)
+    for i in range(n):
+        value = values[i]
+        if text and type(value) is str:
+            PyUnicode_AsUTF8AndSize(value, &size)
+        elif not text and type(value) is bytes:
+            size = PyBytes_GET_SIZE(value)
+        else:
+            raise TypeError(f"pack_text: value {i} is a {type(value).__name__}, not "
+                            f"{'str' if text else 'bytes'}")
+        total += size
+        end[i] = total
+    data = PyBytes_FromStringAndSize(NULL, total)
+    cdef char* dst = PyBytes_AS_STRING(data)
+    for i in range(n):
+        value = values[i]
+        if text:
+            src = PyUnicode_AsUTF8AndSize(value, &size)  # (cached by the first pass)
+        else:
+            src = PyBytes_AS_STRING(value)
+            size = PyBytes_GET_SIZE(value)
+        memcpy(dst, src, size)
+        dst += size
+    return ends, data
+
+
+def unpack_text(const unsigned char[::1] ends not None, const unsigned char[::1] data not None,
+                bint text):
+    """The values :func:`pack_text` packed.
+
+    Args:
+        ends (buffer): Each value's end in ``data`` (int64, native order).
+        data (buffer): The values' bytes.
+        text (bool): Whether the values are strings (UTF-8) or bytes.
+
+    Returns:
+        List[Union[str, bytes]]: The values.
+
+    Raises:
+        ValueError: The ends do not describe ``data`` (not ascending, or past its end).
+        UnicodeDecodeError: A string's bytes are not UTF-8.
+    """
+    cdef Py_ssize_t i, n = ends.shape[0] // sizeof(int64_t), start = 0, stop
+    cdef const char* base = <const char*>&data[0] if data.shape[0] else NULL
+    cdef int64_t at
+    if ends.shape[0] % sizeof(int64_t):
+        raise ValueError("unpack_text: the ends are not whole int64s")
+    cdef list out = [None] * n
+    for i in range(n):
+        memcpy(&at, &ends[i * sizeof(int64_t)], sizeof(int64_t))
+        if at < start or at > data.shape[0]:
+            raise ValueError(f"unpack_text: value {i} ends at {at}, outside [{start}, "
+                             f"{data.shape[0]}]")
+        stop = <Py_ssize_t>at
+        if text:
+            out[i] = PyUnicode_DecodeUTF8(base + start, stop - start, "strict")
+        else:
+            out[i] = PyBytes_FromStringAndSize(base + start, stop - start)
+        start = stop
+    return out

@@ -301,6 +301,11 @@ cdef class Columns:
             if fixed[col] < 0:
                 self.num_var += 1
 
+    @property
+    def schema(self):
+        """``(names, kinds)``: the column names and kinds (see the class), as tuples."""
+        return self.names, tuple(np.asarray(self.kinds).tolist())
+
     def __reduce__(self):
         return Columns, (self.names, np.asarray(self.kinds), self.decoders,
                          np.asarray(self.fixed), self.arrays)
@@ -330,7 +335,9 @@ cdef class Columns:
 
 
 cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t idx,
-                  Columns cols, str filename):
+                  Columns cols, str filename, list sink=None):
+    """Decode one row into a sample dict; or, given ``sink`` (a list per column), append each
+    value to its column's list and return ``None``."""
     cdef Py_ssize_t ncol = cols.fixed.shape[0]
     cdef Py_ssize_t col = 0, k = 0, size = 0, pos, num_var = cols.num_var
     cdef Py_ssize_t length = end - begin
@@ -366,10 +373,13 @@ cdef dict _decode(const unsigned char* buf, Py_ssize_t begin, Py_ssize_t end, Py
                 value = _ndarray(base + pos, size, cols.arrays[col], cols.decoders[col])
             else:
                 value = cols.decoders[col](PyBytes_FromStringAndSize(base + pos, size))
-            out[cols.names[col]] = value
+            if sink is None:
+                out[cols.names[col]] = value
+            else:
+                (<list>sink[col]).append(value)
             pos += size
         else:
-            return out
+            return out if sink is None else None
     except Exception as err:
         replacement = _decode_failed(err, filename, idx, cols.names[col],
                                      None if cols.kinds[col] < 2 else cols.decoders[col])
@@ -523,3 +533,48 @@ cdef class Rows:
         begin, end = _row_bounds(self.bases[slot], self.sizes[slot], idx, self.samples[slot],
                                  filename)
         return _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename)
+
+    def schema(self):
+        """The shards' column names and kinds (:attr:`Columns.schema`), if they all share them.
+
+        Returns:
+            Optional[Tuple[tuple, tuple]]: ``(names, kinds)``, or ``None`` if shards differ.
+        """
+        first = (<Columns>self.columns[0]).schema
+        for cols in self.columns[1:]:
+            if (<Columns>cols).schema != first:
+                return None
+        return first
+
+    def decode_columns(self, Py_ssize_t n):
+        """Decode the next ``n`` rows (fewer if fewer are left) a column at a time: each
+        column's values, as the rows' sample dicts would hold them, in one list.
+
+        Args:
+            n (int): Rows to decode.
+
+        Returns:
+            List[list]: Per column (in :meth:`schema`'s order), its values.
+
+        Raises:
+            ValueError: The shards do not share their columns (see :meth:`schema`), or a row
+                is corrupt (as :func:`next` raises it).
+        """
+        cdef Py_ssize_t slot, idx, begin, end, stop
+        if self.num_slots == 0:
+            return []
+        schema = self.schema()
+        if schema is None:
+            raise ValueError("Rows.decode_columns: the shards' columns differ")
+        sink = [[] for _ in schema[0]]
+        stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
+        while self.pos < stop:
+            slot = 0 if self.one_slot else self.slots[self.pos]
+            idx = self.rows[self.pos]
+            self.pos += 1
+            filename = <str>self.filenames[slot]
+            begin, end = _row_bounds(self.bases[slot], self.sizes[slot], idx,
+                                     self.samples[slot], filename)
+            _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename,
+                    sink)
+        return sink

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import islice
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -11,8 +12,10 @@ from torch import Tensor
 from torch.utils.data._utils import collate as torch_collate
 
 from streaming._kernels import _collate
+from streaming.blocks import BlockReader, as_samples, blocks_of
 
-__all__ = ["collate_batch", "collated_batches", "stock_registry"]
+__all__ = ["collate_batch", "collate_columns", "collated_batches", "column_chunks", "light_reader",
+           "light_sample", "split_columns", "stock_registry", "typed_columns"]
 
 
 # Where a batch's stacked arrays may be made: (shape, dtype) -> an array, or None for anywhere.
@@ -95,6 +98,176 @@ def stock_registry(registry: dict[Any, Any]) -> bool:
             and registry.get(float) is torch_collate.collate_float_fn
             and not any(isinstance(key, type) and issubclass(dict, key) for key in registry)
             and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
+
+
+def light_reader(dataset: Any) -> tuple[BlockReader, bool]:
+    """A reader of ``dataset``'s samples (:class:`~streaming.blocks.BlockReader`), and whether
+    they are small rows that :func:`column_chunks` collates a column at a time (told by the
+    first block's columns, or else by the first sample: :func:`light_sample`).
+
+    Args:
+        dataset (Any): The dataset (a StreamingDataset's blocks are its own).
+
+    Returns:
+        Tuple[BlockReader, bool]: The reader (nothing taken yet), and whether its rows are light.
+    """
+    reader = BlockReader(blocks_of(dataset))
+    light = reader.light()
+    if light is None:
+        light = reader.more() and light_sample(reader.peek())
+    return reader, bool(light)
+
+
+def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: int,
+                  most_bytes: int) -> Iterator[tuple[dict[Any, Any] | None, list[Any], bool]]:
+    """Batch light samples as torch's loader batches an iterable dataset (as
+    :func:`collated_batches`), several batches at a time, each time collated a column at a time
+    (:func:`collate_columns`, or :func:`typed_columns` of rows decoded so), else batch by batch.
+
+    Args:
+        reader (BlockReader): The samples (see :func:`light_reader`).
+        batch_size (int): Samples per batch.
+        drop_last (bool): Whether to drop the last batch if it is short.
+        most (int): Most batches at a time: 1, 2, 4, ... up to this many (the first batch
+            comes at once).
+        most_bytes (int): Bytes of strings at a time (estimated by a batch) past which the
+            batches at a time grow no more.
+
+    Returns:
+        Iterator[Tuple[Optional[dict], list, bool]]: ``(columns, [], last)`` (the batches of
+            :func:`split_columns`) or ``(None, batches, last)``; ``last``: no batches after.
+    """
+    size = 1
+    while True:
+        schema, data = reader.take(size * batch_size)
+        last = not reader.more()
+        count = len(data[0]) if schema is not None else len(data)
+        if last and drop_last:
+            count -= count % batch_size
+            data = [column[:count] for column in data] if schema is not None else data[:count]
+        columns = None
+        if count:
+            columns = typed_columns(schema, data) if schema is not None else \
+                collate_columns(data, batch_size)
+        if columns is not None:
+            yield columns, [], last
+        else:  # (no samples, or not all light ones: each batch as usual)
+            samples = as_samples(schema[0], data) if schema is not None else data
+            yield None, [collate_batch(samples[at:at + batch_size])
+                         for at in range(0, count, batch_size)], last
+        if last:
+            return
+        # Bytes of a batch of strings, told by the first batch.
+        held = sum(sum(map(len, column[:batch_size])) for column in (columns or {}).values()
+                   if type(column) is list)
+        size = min(2 * size, most, max(1, most_bytes // held) if held else most)
+
+
+def light_sample(sample: Any) -> bool:
+    """Whether ``sample`` is a dict of only ``str``, ``bytes``, ``int`` and ``float`` values,
+    all of which ``default_collate`` collates as torch ships it (then batches of such samples
+    can be collated a column at a time: :func:`collate_columns`).
+
+    Args:
+        sample (Any): A sample.
+
+    Returns:
+        bool: Whether it is such a sample.
+    """
+    registry = torch_collate.default_collate_fn_map
+    return (type(sample) is dict and bool(sample)
+            and set(map(type, sample.values())) <= _LIGHT
+            and registry.get(str) is torch_collate.collate_str_fn
+            and registry.get(bytes) is torch_collate.collate_str_fn
+            and stock_registry(registry))
+
+
+def collate_columns(samples: list[Any], batch_size: int) -> dict[Any, Any] | None:
+    """What ``default_collate`` makes of each ``batch_size`` samples of ``samples`` in turn, as
+    columns: ``{key: column}``, a column being the whole list of a key's strings and bytes
+    (each batch's value: its slice) or one tensor of its ints or floats (each batch's: its
+    part), see :func:`split_columns`. One pass per key for all the batches, instead of one per
+    batch (and a tensor per batch), is what a DataLoader worker sending many batches of small
+    rows saves.
+
+    Args:
+        samples (List[Any]): The samples, the first of them a :func:`light_sample`.
+        batch_size (int): Samples per batch (the last batch may be short).
+
+    Returns:
+        Optional[Dict[Any, Any]]: The columns, or ``None`` if any batch would collate otherwise
+            (then collate each batch: :func:`collate_batch`), or be refused.
+    """
+    first = samples[0]
+    keys = list(first)
+    # default_collate keeps each batch's first sample's keys, in its order.
+    for at in range(batch_size, len(samples), batch_size):
+        lead = samples[at]
+        if type(lead) is not dict or list(lead) != keys:
+            return None
+    columns: dict[Any, Any] = {}
+    for key in keys:
+        try:
+            column = list(map(itemgetter(key), samples))
+        except (KeyError, TypeError, IndexError):  # torch's batch would raise it: let it
+            return None
+        kinds = set(map(type, column))
+        if kinds <= _LISTED:
+            columns[key] = column
+        elif kinds == {int}:
+            try:
+                columns[key] = torch.from_numpy(np.array(column, np.int64))
+            except OverflowError:  # past int64: torch refuses that batch
+                return None
+        elif kinds == {float}:
+            columns[key] = torch.from_numpy(np.array(column, np.float64))
+        else:
+            return None
+    return columns
+
+
+def typed_columns(schema: tuple[tuple[Any, ...], tuple[int, ...]],
+                  values: list[list[Any]]) -> dict[Any, Any]:
+    """:func:`collate_columns`'s columns of values decoded a column at a time (see
+    :meth:`streaming.blocks.BlockReader.take`), each column's type known by its kind.
+
+    Args:
+        schema (Tuple[tuple, tuple]): The column names and their kinds (``3``: ``int``
+            values; ``0``, ``1``: ``bytes``, ``str``).
+        values (List[list]): Per column, its values.
+
+    Returns:
+        Dict[Any, Any]: The columns.
+    """
+    names, kinds = schema
+    return {name: torch.from_numpy(np.array(column, np.int64)) if kind == 3 else column
+            for name, kind, column in zip(names, kinds, values)}
+
+
+def split_columns(columns: dict[Any, Any], batch_size: int) -> list[dict[Any, Any]]:
+    """The batches of :func:`collate_columns`'s ``columns``.
+
+    Args:
+        columns (Dict[Any, Any]): The columns.
+        batch_size (int): Samples per batch.
+
+    Returns:
+        List[Dict[Any, Any]]: The batches; a tensor of each is a view of its column.
+    """
+    parts = []
+    for column in columns.values():
+        if type(column) is list:
+            parts.append([column[at:at + batch_size]
+                          for at in range(0, len(column), batch_size)])
+        else:
+            parts.append(column.split(batch_size))
+    keys = list(columns)
+    return [dict(zip(keys, values)) for values in zip(*parts)]
+
+
+# Values light_sample accepts; of them, those a batch keeps as a list of the samples' values.
+_LIGHT = frozenset({str, bytes, int, float})
+_LISTED = frozenset({str, bytes})
 
 
 def _stack(values: list[Any], alloc: Alloc | None = None) -> Tensor | None:

@@ -12,13 +12,24 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 from torch.utils.data._utils import collate as torch_collate
 
-from streaming.collate import collated_batches
+from streaming.collate import collated_batches, column_chunks, light_reader, split_columns
 from streaming.dataset import StreamingDataset
-from streaming.worker_batches import PIPE_BYTES, ChunkedBatches, WorkerSetup, interleave
+from streaming.fork_heap import HeapFreeze
+from streaming.worker_batches import (
+    CHUNK_BYTES,
+    PIPE_BYTES,
+    ChunkedBatches,
+    WorkerSetup,
+    interleave,
+)
 from streaming.worker_queues import DirectContext
 from streaming.world import World
 
 __all__ = ["StreamingDataLoader"]
+
+# Most batches the in-process loader collates at a time (a column at a time, see
+# streaming.collate.column_chunks); later batches wait for them (~1 ms for 64 of small rows).
+IN_PROCESS_BATCHES = 64
 
 
 class StreamingDataLoader(DataLoader):
@@ -68,19 +79,24 @@ class StreamingDataLoader(DataLoader):
             Iterator[Any]: Each batch.
         """
         self.num_samples_yielded = 0
-        ours = True
-        if self._batches_in_process():
-            batches = self._iter_in_process()
-        elif self._batches_in_chunks():
-            batches = self._iter_chunks()
-        else:
-            batches, ours = super().__iter__(), False  # (torch's iterator warns itself)
-        state = self.__dict__  # (DataLoader.__setattr__ checks every name it is given)
-        for yielded, batch in enumerate(batches, 1):
-            if ours:
-                self._warn_past_length(yielded)
-            state["num_samples_yielded"] += self._get_batch_size(batch)
-            yield batch
+        # Before any worker is forked (see streaming.fork_heap).
+        freeze = HeapFreeze(self.num_workers, self.multiprocessing_context)
+        try:
+            ours = True
+            if self._batches_in_process():
+                batches = self._iter_in_process()
+            elif self._batches_in_chunks():
+                batches = self._iter_chunks()
+            else:
+                batches, ours = super().__iter__(), False  # (torch's iterator warns itself)
+            state = self.__dict__  # (DataLoader.__setattr__ checks every name it is given)
+            for yielded, batch in enumerate(batches, 1):
+                if ours:
+                    self._warn_past_length(yielded)
+                state["num_samples_yielded"] += self._get_batch_size(batch)
+                yield batch
+        finally:
+            freeze.release()
 
     def _batches_ours(self) -> bool:
         """Whether we may batch: automatic batching with the default ``collate_fn`` over a
@@ -145,7 +161,13 @@ class StreamingDataLoader(DataLoader):
         # loader's generator happen just the same) but never starts it; its unstarted
         # iteration of the dataset is a generator that does nothing.
         super().__iter__()
-        yield from collated_batches(self.dataset, self.batch_size, self.drop_last)
+        reader, light = light_reader(self.dataset)
+        if not light:
+            yield from collated_batches(reader.samples(), self.batch_size, self.drop_last)
+            return
+        for columns, batches, _ in column_chunks(reader, self.batch_size, self.drop_last,
+                                                 IN_PROCESS_BATCHES, CHUNK_BYTES):
+            yield from batches if columns is None else split_columns(columns, self.batch_size)
 
     def state_dict(self) -> dict[str, Any] | None:
         """Get a dict containing training state (called from non-worker process).

@@ -665,6 +665,21 @@ class StreamingDataset(Array, IterableDataset):
         Returns:
             Iterator[Dict[str, Any]]: Each sample.
         """
+        return self._iterate(False)
+
+    def _iter_blocks(self) -> Iterator[Any]:
+        """Iterate as :meth:`__iter__` does, a block of samples at a time: each an iterator of
+        samples, consumed before the next is asked for; MDS blocks are
+        :class:`~streaming._kernels._mds.Rows`, which can also decode their rows a column at a
+        time (:meth:`~streaming._kernels._mds.Rows.decode_columns`).
+
+        Returns:
+            Iterator[Iterator[Dict[str, Any]]]: The blocks.
+        """
+        return self._iterate(True)
+
+    def _iterate(self, blocks: bool) -> Iterator[Any]:
+        """:meth:`__iter__`'s samples, or (``blocks``) :meth:`_iter_blocks`'s blocks."""
         self._check_pid()
         unique = self._unique_rank_world.detect_workers()
         parallel = self._parallel_rank_world.detect_workers()
@@ -685,9 +700,13 @@ class StreamingDataset(Array, IterableDataset):
                 continue
             if overridden:
                 # A subclass decides what a sample is: honour it, one sample at a time.
-                yield from self._iter_overridden(sample_ids)
+                samples = self._iter_overridden(sample_ids)
+                if blocks:
+                    yield samples
+                else:
+                    yield from samples
             else:
-                yield from self._iter_samples(sample_ids)
+                yield from self._iter_samples(sample_ids, blocks)
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
         """Return ``ahead(position)``: start preparing upcoming shards in the background.
@@ -770,12 +789,14 @@ class StreamingDataset(Array, IterableDataset):
         """
         return self.spanner.first_visits(sample_ids)
 
-    def _iter_samples(self, sample_ids: NDArray[np.int64]) -> Iterator[dict[str, Any]]:
+    def _iter_samples(self, sample_ids: NDArray[np.int64],
+                      blocks: bool = False) -> Iterator[Any]:
         """The fast path: locate the plan a block at a time, decode each sample when asked for.
 
         Per block (not per sample): one prefetch check, one readiness check and ledger touch
         per shard in it. Rows are decoded lazily, in plan order, by one compiled iterator over
-        the block's shards (MDS), so each sample's memory can be reused by the next one.
+        the block's shards (MDS), so each sample's memory can be reused by the next one. With
+        ``blocks``, each block's iterator is yielded instead of its samples.
         """
         ahead = self._prefetcher(*self._first_visits(sample_ids))
         slot_of = np.zeros(self.num_shards, np.int64)
@@ -797,15 +818,23 @@ class StreamingDataset(Array, IterableDataset):
                         # progress, where possible (see Stream.read_rows_early).
                         stream = self.streams[self.stream_per_shard[first]]
                         items = stream.read_rows_early(shard, rows)
-                    yield from items if items is not None else \
+                    block = iter(items) if items is not None else \
                         self._decode_block(shards, rows, [first], None)
+                    if blocks:
+                        yield block
+                    else:
+                        yield from block
                     # If read in order, unmap the pages behind, or the whole shard would stay
                     # mapped (and count as resident memory) until closed.
                     shard.release_rows(rows)
                     continue
                 # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
                 order = list(dict.fromkeys(shards.tolist()))
-                yield from self._decode_block(shards, rows, order, slot_of)
+                block = self._decode_block(shards, rows, order, slot_of)
+                if blocks:
+                    yield block
+                else:
+                    yield from block
 
     def _decode_block(self, shards: NDArray[np.int64], rows: NDArray[np.int64],
                       order: list[int], slot_of: NDArray[np.int64] | None) -> Iterator[Any]:

@@ -25,8 +25,14 @@ from torch.utils.data import IterableDataset, get_worker_info
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
+from streaming._kernels import _collate
 from streaming.batch_ring import ALIGN, Ring, ring_of
-from streaming.collate import collated_batches
+from streaming.collate import (
+    collated_batches,
+    column_chunks,
+    light_reader,
+    split_columns,
+)
 
 __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 
@@ -59,34 +65,43 @@ class Chunk:
         batches (List[Any]): Its next batches, in order.
         last (bool): Whether the worker has no batches after these.
         ring (Ring, optional): The worker's ring. Defaults to ``None``.
+        split (int, optional): If given, ``batches`` is one item, the batches' columns
+            (:func:`streaming.collate.collate_columns`), cut into batches of this many samples
+            where it is unpickled. Defaults to ``None``.
     """
 
-    __slots__ = ("worker", "batches", "last", "ring")
+    __slots__ = ("worker", "batches", "last", "ring", "split")
 
     def __init__(self, worker: int, batches: list[Any], last: bool,
-                 ring: Ring | None = None) -> None:
+                 ring: Ring | None = None, split: int | None = None) -> None:
         self.worker = worker
         self.batches = batches
         self.last = last
         self.ring = ring
+        self.split = split
 
     def __reduce__(self) -> tuple[Any, ...]:
         ring = self.ring
         arrays: list[tuple[int, np.ndarray]] = []
         offset = [0]
-        skeleton = [_pack(batch, ring, arrays, offset) for batch in self.batches]
+        batches = self.batches
+        if self.split is not None:  # (one item: the columns) strings and bytes go packed
+            batches = [{key: _Text(column) if type(column) is list else column
+                        for key, column in batches[0].items()}]
+        skeleton = [_pack(batch, ring, arrays, offset) for batch in batches]
         token = None if ring is None else ring.token
         if ring is not None and offset[0]:
             start = ring.put(arrays, offset[0])
             if start is not None:
                 where = (token, start, offset[0])
-                return _unpack_chunk, (self.worker, skeleton, self.last, None, where)
+                return _unpack_chunk, (self.worker, skeleton, self.last, None, where,
+                                       self.split)
         if offset[0] > IN_MESSAGE_BYTES:
             # Big tensors go as torch sends tensors (in shared memory of their own), the others
             # in the message.
             arrays, offset = [], [0]
             skeleton = [_pack(batch, ring, arrays, offset, IN_MESSAGE_BYTES)
-                        for batch in self.batches]
+                        for batch in batches]
         # One payload of every other tensor's bytes: pickling many big arrays grows the
         # pickle's buffer step by step (copying it each time).
         pieces: list[Any] = []
@@ -95,7 +110,7 @@ class Chunk:
             pieces += [bytes(at - end), array] if at > end else [array]
             end = at + array.nbytes
         return _unpack_chunk, (self.worker, skeleton, self.last, b"".join(pieces),
-                               (token, None, 0))
+                               (token, None, 0), self.split)
 
     def pin_memory(self) -> Chunk:
         """Pin every batch, as torch's pinning thread does a batch (it calls this).
@@ -104,6 +119,24 @@ class Chunk:
             Chunk: The same batches, pinned.
         """
         return Chunk(self.worker, [pin_batch(batch) for batch in self.batches], self.last)
+
+
+class _Text:
+    """A column of strings or of bytes, pickled packed (:func:`~streaming._kernels._collate.
+    pack_text`: one buffer, not an opcode and a memo entry a value); unpickled, the list."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        values = self.values
+        try:
+            ends, data = _collate.pack_text(values)
+        except (TypeError, UnicodeEncodeError):  # mixed, or a lone surrogate: value by value
+            return list, (values,)
+        return _collate.unpack_text, (ends, data, bool(values) and type(values[0]) is str)
 
 
 class _SlotMark:
@@ -230,9 +263,10 @@ def _unpack(packed: Any, keys: tuple[Any, ...] | None, ring: Ring | None,
 
 
 def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes | None,
-                  where: tuple[str | None, int | None, int]) -> Chunk:
+                  where: tuple[str | None, int | None, int], split: int | None = None) -> Chunk:
     """Unpickle a :class:`Chunk`: tensors made in the ring and, for the others, their bytes
-    in ``payload`` (copied out), or in the ring at ``where`` (token, position, length)."""
+    in ``payload`` (copied out), or in the ring at ``where`` (token, position, length); a
+    chunk of columns (``split``) cut into its batches."""
     token, start, nbytes = where
     ring = None if token is None else ring_of(token)
     raw, lent = None, False
@@ -240,8 +274,10 @@ def _unpack_chunk(worker: int, skeleton: list[Any], last: bool, payload: bytes |
         raw = np.frombuffer(payload, np.uint8)
     elif start is not None:
         raw, lent = ring.lend(start, nbytes), True
-    return Chunk(worker, [_unpack(batch, keys, ring, raw, lent) for batch, keys in skeleton],
-                 last)
+    batches = [_unpack(batch, keys, ring, raw, lent) for batch, keys in skeleton]
+    if split is not None:
+        batches = split_columns(batches[0], split)
+    return Chunk(worker, batches, last)
 
 
 def _give_back(ring: Ring, batch: Any) -> None:
@@ -304,8 +340,15 @@ class ChunkedBatches(IterableDataset):
         ring = None
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
+        reader, light = light_reader(self.dataset)
+        if light:  # (small rows: whole chunks collated a column at a time)
+            for columns, batches, last in column_chunks(reader, self.batch_size, self.drop_last,
+                                                        MOST_BATCHES, CHUNK_BYTES):
+                yield Chunk(worker, batches, last, ring) if columns is None else \
+                    Chunk(worker, [columns], last, ring, self.batch_size)
+            return
         alloc = None if ring is None else ring.array  # stacked arrays made in the ring
-        batches = collated_batches(self.dataset, self.batch_size, self.drop_last, alloc)
+        batches = collated_batches(reader.samples(), self.batch_size, self.drop_last, alloc)
         ahead = chunk = None
         try:
             ahead = next(batches, None)

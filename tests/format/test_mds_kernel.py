@@ -339,3 +339,46 @@ def test_columns_pickle_round_trip() -> None:
     buf = _shard([_row([b"hi", (7).to_bytes(8, "little")], [-1, 8])])
     again = pickle.loads(pickle.dumps(cols))
     assert again.decode(buf, 0, 1, "f") == cols.decode(buf, 0, 1, "f") == {"x": "hi", "n": 7}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shards(), st.data())
+def test_decode_columns_equals_the_rows_samples(shard, data) -> None:
+    # Two shards sharing their columns (as one stream's), rows taken a few at a time.
+    names, kinds, fixed, rows = shard
+    buf = _shard(rows)
+    decoders = _decoders(len(names))
+    sources = tuple((buf, len(rows), _mds.Columns(names, kinds, decoders, fixed), f"s{k}.mds")
+                    for k in range(2))
+    picks = data.draw(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, len(rows))),
+                               max_size=12))
+    slots = np.array([s for s, _ in picks], np.int64)
+    at = np.array([r for _, r in picks], np.int64)
+    want = _drain(_mds.Rows(sources, slots, at))
+    it = _mds.Rows(sources, slots, at)
+    assert it.schema() == (names, tuple(kinds.tolist()))
+    done = 0
+    while done < len(want):
+        step = data.draw(st.integers(0, 5))
+        part = want[done:done + step]
+        got = _outcome(it.decode_columns, step)
+        failed = [kind for kind, _ in part if kind != "ok"]
+        if failed:  # the first bad row's error, as next() raises it
+            assert got == (failed[0], None)
+            return
+        assert got == ("ok", [[sample[name] for _, sample in part] for name in names])
+        assert len(it) == len(want) - done - len(part)
+        done += len(part)
+    assert _outcome(it.decode_columns, 3) == ("ok", [[] for _ in names])
+
+
+def test_decode_columns_needs_shared_columns() -> None:
+    buf = _shard([_row([b"ab"], [-1])])
+    text = _mds.Columns(("c",), np.array([1], np.int64), _decoders(1), np.array([-1], np.int64))
+    raw = _mds.Columns(("c",), np.array([0], np.int64), _decoders(1), np.array([-1], np.int64))
+    rows = _mds.Rows(((buf, 1, text, "a.mds"), (buf, 1, raw, "b.mds")),
+                     np.array([0, 1], np.int64), np.array([0, 0], np.int64))
+    assert rows.schema() is None
+    with pytest.raises(ValueError, match="columns differ"):
+        rows.decode_columns(2)
+    assert [next(rows), next(rows)] == [{"c": "ab"}, {"c": b"ab"}]  # samples as ever

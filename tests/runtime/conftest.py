@@ -18,3 +18,16 @@ def token_dataset(tmp_path_factory) -> str:
             writer.write({"tokens": np.arange(i, i + 16, dtype=np.int32), "id": i,
                           "text": f"row {i}"})
     return out
+
+
+@pytest.fixture(scope="session")
+def text_dataset(tmp_path_factory) -> str:
+    """203 small rows (an int id, a text with non-ASCII and empty ones, bytes) over several
+    small shards: rows that loaders collate a column at a time."""
+    out = str(tmp_path_factory.mktemp("text"))
+    with MDSWriter(out=out, columns={"id": "int", "text": "str", "blob": "bytes"},
+                   size_limit=1 << 11) as writer:
+        for i in range(203):
+            writer.write({"id": i - 100 if i % 7 else 2**62 + i, "text": "é" * (i % 3) + f"r{i}"
+                          if i % 11 else "", "blob": bytes(range(i % 5))})
+    return out

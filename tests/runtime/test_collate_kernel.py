@@ -1,4 +1,5 @@
-"""The collation kernel (``streaming._kernels._collate``) against its pure-NumPy twin."""
+"""The collation kernel (``streaming._kernels._collate``) against its pure-NumPy twin, and its
+packing of strings against Python's own encoding."""
 
 from __future__ import annotations
 
@@ -88,3 +89,50 @@ def test_copy_rows_refuses_what_it_cannot_copy() -> None:
         readonly = np.empty((2, 4), np.int32)
         readonly.flags.writeable = False
         _collate.copy_rows(rows, readonly)
+
+
+# ---- packed strings ----
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)))  # (no lone surrogates)
+
+
+def _twin_pack(values: list) -> tuple[bytes, bytes]:
+    data = [v.encode() if type(v) is str else v for v in values]
+    return np.cumsum([len(d) for d in data], dtype=np.int64).tobytes(), b"".join(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=40) | st.lists(st.binary(max_size=20), max_size=40))
+def test_pack_text_equals_its_twin_and_round_trips(values) -> None:
+    ends, data = _collate.pack_text(values)
+    assert (ends, data) == _twin_pack(values)
+    text = bool(values) and type(values[0]) is str
+    back = _collate.unpack_text(ends, data, text)
+    assert back == values and [type(v) for v in back] == [type(v) for v in values]
+
+
+def test_pack_text_refuses_what_it_cannot_pack() -> None:
+    with pytest.raises(TypeError, match="value 1 is a bytes, not str"):
+        _collate.pack_text(["a", b"b"])
+    with pytest.raises(TypeError, match="value 0 is a int, not bytes"):
+        _collate.pack_text([1])
+    with pytest.raises(UnicodeEncodeError):
+        _collate.pack_text(["a", "\ud800"])
+
+
+@pytest.mark.parametrize("ends,data,message", [
+    (np.array([2, 1], np.int64).tobytes(), b"abc", "value 1 ends at 1, outside"),
+    (np.array([4], np.int64).tobytes(), b"abc", "value 0 ends at 4, outside"),
+    (np.array([-1], np.int64).tobytes(), b"abc", "value 0 ends at -1, outside"),
+    (b"\x01\x00", b"abc", "not whole int64s"),
+])
+def test_unpack_text_refuses_ends_that_do_not_fit(ends, data, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        _collate.unpack_text(ends, data, True)
+
+
+def test_unpack_text_refuses_bytes_that_are_not_utf8() -> None:
+    with pytest.raises(UnicodeDecodeError):
+        _collate.unpack_text(np.array([2], np.int64).tobytes(), b"\xff\xfe", True)
+    assert _collate.unpack_text(np.array([2], np.int64).tobytes(), b"\xff\xfe", False) == \
+        [b"\xff\xfe"]

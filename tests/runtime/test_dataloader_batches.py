@@ -108,9 +108,13 @@ def test_collate_defers_to_a_customised_registry(monkeypatch) -> None:
 
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_loader_batches_equal_torch_loader(token_dataset, shuffle, drop_last) -> None:
+@pytest.mark.parametrize("rows", ["token_dataset", "text_dataset"])
+def test_loader_batches_equal_torch_loader(request, rows, shuffle, drop_last) -> None:
+    # Token rows are batched one by one; text rows (ints, strings, bytes) a column at a time.
+    local = request.getfixturevalue(rows)
+
     def make(collate_fn=None):
-        ds = StreamingDataset(local=token_dataset, shuffle=shuffle, batch_size=8)
+        ds = StreamingDataset(local=local, shuffle=shuffle, batch_size=8)
         kwargs = {} if collate_fn is None else {"collate_fn": collate_fn}
         return StreamingDataLoader(ds, batch_size=8, num_workers=0, drop_last=drop_last,
                                    **kwargs)

@@ -60,13 +60,18 @@ def _same_epochs(fast, slow, epochs=2) -> None:
 @pytest.mark.parametrize("num_workers", [2, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_worker_batches_equal_torch_loader(token_dataset, num_workers, shuffle, drop_last) -> None:
-    fast, slow = _pair(token_dataset, num_workers=num_workers, shuffle=shuffle, drop_last=drop_last)
+@pytest.mark.parametrize("rows", ["token_dataset", "text_dataset"])
+def test_worker_batches_equal_torch_loader(request, rows, num_workers, shuffle, drop_last) -> None:
+    # Token rows are batched one by one; text rows (ints, strings, bytes) a column at a time.
+    fast, slow = _pair(request.getfixturevalue(rows), num_workers=num_workers, shuffle=shuffle,
+                       drop_last=drop_last)
     _same_epochs(fast, slow)
 
 
-def test_persistent_workers_equal_torch_loader(token_dataset) -> None:
-    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True, persistent_workers=True)
+@pytest.mark.parametrize("rows", ["token_dataset", "text_dataset"])
+def test_persistent_workers_equal_torch_loader(request, rows) -> None:
+    fast, slow = _pair(request.getfixturevalue(rows), num_workers=2, shuffle=True,
+                       persistent_workers=True)
     _same_epochs(fast, slow, epochs=3)
     for ring in fast._chunk_loader.dataset.rings:  # the bytes went through the rings
         assert ring.puts > 0 and not ring.used.any()  # and their slots are free again

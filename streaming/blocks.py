@@ -1,0 +1,170 @@
+"""A StreamingDataset's samples taken a block at a time: as samples, or as columns.
+
+:meth:`StreamingDataset._iter_blocks <streaming.dataset.StreamingDataset._iter_blocks>` yields
+its samples a block at a time; an MDS block (:class:`~streaming._kernels._mds.Rows`) can also
+decode its rows a column at a time, which skips a dict per sample and the Python loop that
+would gather the columns back out of them. :class:`BlockReader` takes ``n`` samples at a time
+over block boundaries: as columns when every block they come from has the same light columns
+(strings, bytes and ints, see :data:`LIGHT_KINDS`), as samples otherwise.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, islice
+from typing import Any, Iterator
+
+from streaming._kernels import _mds
+
+__all__ = ["LIGHT_KINDS", "BlockReader", "as_samples", "blocks_of"]
+
+# MDS column kinds (streaming._kernels._mds) whose values are only ``bytes`` (0), ``str`` (1)
+# and ``int`` (3): what torch's default_collate keeps as a list, or makes an int64 tensor of.
+LIGHT_KINDS = frozenset({0, 1, 3})
+
+
+class BlockReader:
+    """Takes samples from a dataset's blocks, ``n`` at a time.
+
+    Args:
+        blocks (Iterator[Iterator[Any]]): The blocks (each an iterator of samples, consumed
+            before the next is asked for).
+    """
+
+    def __init__(self, blocks: Iterator[Any]) -> None:
+        self._blocks = blocks
+        self._block: Any = None
+        self._schema: tuple[tuple[Any, ...], tuple[int, ...]] | None = None
+        self._pending: list[Any] = []  # samples taken from a block to look ahead
+
+    def _current(self) -> Any:
+        """The block to take from next (``None``: no more); sets its schema."""
+        while self._block is None:
+            block = next(self._blocks, None)
+            if block is None:
+                return None
+            self._block = block
+            self._schema = None
+            if type(block) is _mds.Rows:
+                if not len(block):
+                    self._block = None
+                    continue
+                schema = block.schema()
+                if schema is not None and schema[0] and set(schema[1]) <= LIGHT_KINDS:
+                    self._schema = schema
+        return self._block
+
+    def light(self) -> bool | None:
+        """Whether the next samples come as columns (``None``: not known before a sample is
+        looked at: see :meth:`peek`)."""
+        if self._pending or self._current() is None:
+            return None
+        return True if self._schema is not None else None
+
+    def peek(self) -> Any:
+        """The next sample, left to be taken (``None`` if there is none)."""
+        if not self._pending:
+            schema, data = self.take(1)
+            self._pending = data if schema is None else as_samples(schema[0], data)
+        return self._pending[0] if self._pending else None
+
+    def more(self) -> bool:
+        """Whether any sample is left."""
+        if self._pending:
+            return True
+        block = self._current()
+        if block is None:
+            return False
+        if type(block) is _mds.Rows:
+            return True  # (never current once empty)
+        return self.peek() is not None
+
+    def take(self, n: int) -> tuple[tuple[tuple[Any, ...], tuple[int, ...]] | None, list[Any]]:
+        """Take the next ``n`` samples (fewer if fewer are left).
+
+        Args:
+            n (int): How many.
+
+        Returns:
+            Tuple[Optional[tuple], list]: ``((names, kinds), columns)``: the samples' keys (in
+                every sample exactly these, in this order), their :data:`LIGHT_KINDS` kinds
+                (all of a key's values are ``bytes``, ``str`` or ``int`` by it) and, per key,
+                its values in a list; or ``(None, samples)``.
+        """
+        pieces: list[tuple[Any, list[Any]]] = []
+        left = n
+        if self._pending and left:
+            taken, self._pending = self._pending[:left], self._pending[left:]
+            pieces.append((None, taken))
+            left -= len(taken)
+        while left > 0:
+            block = self._current()
+            if block is None:
+                break
+            if self._schema is not None:
+                columns = block.decode_columns(left)
+                pieces.append((self._schema, columns))
+                left -= len(columns[0])
+                if not len(block):
+                    self._block = None
+            else:
+                samples = list(islice(block, left))
+                pieces.append((None, samples))
+                if len(samples) < left:
+                    self._block = None
+                left -= len(samples)
+        schemas = {schema for schema, _ in pieces}
+        if len(schemas) == 1 and None not in schemas:
+            schema = pieces[0][0]
+            if len(pieces) == 1:
+                return schema, pieces[0][1]
+            return schema, [list(chain.from_iterable(columns[at] for _, columns in pieces))
+                            for at in range(len(schema[0]))]
+        samples = []
+        for schema, data in pieces:
+            if schema is None:
+                samples += data
+            else:
+                samples += as_samples(schema[0], data)
+        return None, samples
+
+    def samples(self) -> Iterator[Any]:
+        """Every sample not taken yet, one at a time.
+
+        Returns:
+            Iterator[Any]: The samples.
+        """
+        pending, self._pending = self._pending, []
+        yield from pending
+        while True:
+            block = self._current()
+            if block is None:
+                return
+            self._block = None
+            yield from block
+
+
+def as_samples(names: tuple[Any, ...], columns: list[list[Any]]) -> list[dict[Any, Any]]:
+    """The sample dicts of columns.
+
+    Args:
+        names (tuple): The columns' keys.
+        columns (List[list]): Per key, its values.
+
+    Returns:
+        List[Dict[Any, Any]]: The samples.
+    """
+    return [dict(zip(names, values)) for values in zip(*columns)]
+
+
+def blocks_of(dataset: Any) -> Iterator[Any]:
+    """A dataset's samples in blocks: a StreamingDataset's own (see
+    :meth:`~streaming.dataset.StreamingDataset._iter_blocks`), else all in one.
+
+    Args:
+        dataset (Any): The dataset.
+
+    Returns:
+        Iterator[Iterator[Any]]: Its blocks.
+    """
+    blocks = getattr(dataset, "_iter_blocks", None)
+    return blocks() if blocks is not None else iter([iter(dataset)])

@@ -1,0 +1,249 @@
+"""Batches of small rows collated a column at a time equal torch's, batch for batch.
+
+Loaders collate batches of strings, bytes and ints several batches at a time, a column at a time
+(``streaming.collate.column_chunks``), from rows a StreamingDataset decodes a column at a time
+where its shards allow (``streaming.blocks.BlockReader``). These tests hold the pieces to the
+samples they stand for and to torch's ``default_collate``; ``test_dataloader_batches`` and
+``test_worker_batches`` hold whole loaders over such rows to torch's own loaders.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from multiprocessing.reduction import ForkingPickler
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_dataloader_batches import _same, batches
+
+from streaming import StreamingDataLoader, StreamingDataset, fork_heap
+from streaming._kernels import _mds
+from streaming.blocks import BlockReader, as_samples
+from streaming.collate import (
+    collate_batch,
+    collate_columns,
+    collated_batches,
+    column_chunks,
+    light_reader,
+    split_columns,
+)
+from streaming.worker_batches import Chunk, _Text
+
+
+def _equal(a, b) -> None:
+    """``_same``, also for NumPy arrays left in a list (a batch whose first value is a string
+    keeps the others as they are)."""
+    if isinstance(a, np.ndarray):
+        assert type(b) is np.ndarray and a.dtype == b.dtype and np.array_equal(a, b)
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _equal(x, y)
+    elif isinstance(a, dict):
+        assert type(b) is dict and list(a) == list(b)
+        for key in a:
+            _equal(a[key], b[key])
+    else:
+        _same(a, b)
+
+
+def _outcome(func, *args):
+    try:
+        return "ok", func(*args)
+    except (TypeError, ValueError, RuntimeError, KeyError) as err:
+        return type(err).__name__, None
+
+
+@st.composite
+def sample_runs(draw):
+    """Samples as a dataset may yield them: runs of one shape of dict (from ``batches``),
+    sometimes with keys in another order or another type of value."""
+    samples = []
+    for run in draw(st.lists(batches(), min_size=1, max_size=4)):
+        samples += run * draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(samples) - 1))
+        samples[at] = dict(reversed(list(samples[at].items())))
+    return samples
+
+
+@settings(max_examples=300, deadline=None)
+@given(sample_runs(), st.integers(1, 4))
+def test_columns_split_into_the_batches_default_collate_makes(samples, batch_size) -> None:
+    columns = collate_columns(samples, batch_size)
+    want = [_outcome(collate_batch, samples[at:at + batch_size])
+            for at in range(0, len(samples), batch_size)]
+    if columns is None:
+        return  # (the caller collates each batch as usual)
+    assert all(kind == "ok" for kind, _ in want)  # only when every batch collates so
+    _same(split_columns(columns, batch_size), [batch for _, batch in want])
+
+
+def _texts(n: int, first: int = 0) -> list[dict]:
+    return [{"id": first + i, "text": f"t{first + i}" * (i % 3), "raw": bytes(i % 4)}
+            for i in range(n)]
+
+
+def test_columns_decline_what_torch_collates_otherwise() -> None:
+    rows = _texts(6)
+    assert collate_columns(rows, 2) is not None
+    assert collate_columns(rows[:2] + [{"text": "x", "id": 1, "raw": b""}] + rows[3:], 2) \
+        is None  # a batch's first sample with its keys in another order
+    assert collate_columns(rows[:3] + [{**rows[3], "id": 1.5}] + rows[4:], 2) is None  # mixed
+    assert collate_columns(rows[:3] + [{**rows[3], "id": 2**63}] + rows[4:], 2) is None
+    assert collate_columns(rows[:3] + [{"id": 3}] + rows[4:], 2) is None  # a key missing
+
+
+# ---- the block reader ----
+
+def _rows_block(samples: list[dict]) -> _mds.Rows:
+    """An MDS block decoding ``samples`` (ids, texts and bytes), as a dataset's blocks do."""
+    from streaming.format.mds.reader import MDSReader  # noqa: F401 (the reader's Columns)
+
+    names = ("id", "text", "raw")
+    cols = _mds.Columns(names, np.array([3, 1, 0], np.int64), (int, str, bytes),
+                        np.array([8, -1, -1], np.int64))
+    rows = []
+    for sample in samples:
+        text, raw = sample["text"].encode(), sample["raw"]
+        rows.append(np.array([len(text), len(raw)], "<u4").tobytes()
+                    + np.array([sample["id"]], "<i8").tobytes() + text + raw)
+    head = 4 + 4 * (len(rows) + 1)
+    offsets = np.cumsum([head] + [len(r) for r in rows]).astype("<u4")
+    buf = np.array([len(rows)], "<u4").tobytes() + offsets.tobytes() + b"".join(rows)
+    return _mds.Rows(((buf, len(rows), cols, "t.mds"),), None,
+                     np.arange(len(rows), dtype=np.int64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["rows", "samples", "other"]), st.integers(0, 7)),
+                max_size=6), st.lists(st.integers(1, 9), min_size=1, max_size=12))
+def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes) -> None:
+    blocks, want = [], []
+    for kind, n in kinds:
+        samples = _texts(n, len(want))
+        if kind == "other":  # other keys: never columns together with the rest
+            samples = [{"x": s["id"]} for s in samples]
+        want += samples
+        blocks.append(_rows_block(samples) if kind == "rows" else iter(samples))
+    reader = BlockReader(iter(blocks))
+    got = []
+    for n in takes:
+        more = reader.more()
+        schema, data = reader.take(n)
+        part = data if schema is None else as_samples(schema[0], data)
+        assert more == bool(part)
+        assert len(part) == min(n, len(want) - len(got))
+        if schema is not None:  # columns only over blocks decoded so, typed by their kinds
+            assert schema == (("id", "text", "raw"), (3, 1, 0))
+            assert all(type(v) is int for v in data[0]) and all(type(v) is str for v in data[1])
+        got += part
+    assert got + list(reader.samples()) == want
+    assert not reader.more()
+
+
+def test_light_reader_tells_rows_by_their_columns(request) -> None:
+    text = StreamingDataset(local=request.getfixturevalue("text_dataset"), batch_size=8)
+    tokens = StreamingDataset(local=request.getfixturevalue("token_dataset"), batch_size=8)
+    reader, light = light_reader(text)
+    assert light and reader.light()  # told by the first block's columns, no sample taken
+    schema, data = reader.take(10)
+    assert schema == (("blob", "id", "text"), (0, 3, 1))  # (MDS keeps columns by name)
+    assert as_samples(schema[0], data) + list(reader.samples()) == list(text)
+    reader, light = light_reader(tokens)
+    assert not light  # (ndarray tokens)
+    assert [s["id"] for s in reader.samples()] == [s["id"] for s in tokens]
+    reader, light = light_reader([{"a": 1}, {"a": 2}])  # not a StreamingDataset: one block
+    assert light and list(reader.samples()) == [{"a": 1}, {"a": 2}]
+
+
+# ---- column chunks ----
+
+@settings(max_examples=200, deadline=None)
+@given(sample_runs(), st.integers(1, 4), st.booleans(), st.integers(1, 4))
+def test_column_chunks_are_the_batches_torch_makes(samples, batch_size, drop_last, most) -> None:
+    want = _outcome(lambda: list(collated_batches(samples, batch_size, drop_last)))
+    got = _outcome(lambda: [
+        batch for columns, made, _ in column_chunks(BlockReader(iter([iter(samples)])),
+                                                    batch_size, drop_last, most, 1 << 20)
+        for batch in (made if columns is None else split_columns(columns, batch_size))])
+    assert got[0] == want[0]
+    if got[0] == "ok":
+        _equal(got[1], want[1])
+
+
+def test_column_chunks_grow_and_flag_the_last() -> None:
+    reader = BlockReader(iter([_rows_block(_texts(50)), iter(_texts(30, 50))]))
+    chunks = list(column_chunks(reader, 4, False, 4, 1 << 20))
+    sizes = [len(split_columns(c, 4)) if c is not None else len(b) for c, b, _ in chunks]
+    assert sizes == [1, 2, 4, 4, 4, 4, 1]  # 1, 2, 4 batches, then 4 at most; 80 = 19 x 4 + 4
+    assert [last for _, _, last in chunks] == [False] * 6 + [True]
+    assert all(c is not None for c, _, _ in chunks)
+    # A chunk's strings past most_bytes (estimated by its first batch) stop its growth.
+    long = [{"id": i, "text": "x" * 1000} for i in range(40)]
+    sizes = [len(split_columns(c, 4)) for c, _, _ in
+             column_chunks(BlockReader(iter([iter(long)])), 4, False, 8, 5000)]
+    assert sizes == [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+
+
+def test_empty_and_dropped_chunks() -> None:
+    assert list(column_chunks(BlockReader(iter([])), 4, False, 4, 1 << 20)) == [(None, [], True)]
+    chunks = list(column_chunks(BlockReader(iter([iter(_texts(3))])), 4, True, 4, 1 << 20))
+    assert chunks == [(None, [], True)]  # the only batch is short: dropped
+
+
+# ---- packed strings in a chunk ----
+
+def test_chunks_of_columns_pickle_their_strings_packed() -> None:
+    columns = collate_columns(_texts(9), 4)
+    mixed = {"id": columns["id"], "text": ["a", b"b", "c", "d", "e", "f", "g", "h", "i"],
+             "lone": ["\ud800"] * 9}  # not packed: value by value, as pickle does
+    for cols in (columns, mixed):
+        got = pickle.loads(ForkingPickler.dumps(Chunk(0, [cols], True, None, 4)))
+        _same(got.batches, split_columns(cols, 4))
+    assert _Text(["a", "b"]).__reduce__()[0].__name__ == "unpack_text"
+    assert _Text(["a", b"b"]).__reduce__()[0] is list
+
+
+# ---- the main process's heap while forked workers run ----
+
+@pytest.mark.parametrize("context", [None, "spawn"])
+def test_heap_frozen_only_while_forked_workers_run(request, context) -> None:
+    loader = StreamingDataLoader(
+        StreamingDataset(local=request.getfixturevalue("text_dataset"), batch_size=8),
+        batch_size=8, num_workers=2, multiprocessing_context=context)
+    assert gc.get_freeze_count() == 0
+    it = iter(loader)
+    next(it)
+    assert (gc.get_freeze_count() > 0) == (context is None)
+    nested = iter(StreamingDataLoader(loader.dataset, batch_size=8, num_workers=2,
+                                      multiprocessing_context=context))
+    next(nested)
+    nested.close()  # another loader's epoch ending early leaves this one's freeze alone
+    assert (gc.get_freeze_count() > 0) == (context is None)
+    assert sum(len(batch["id"]) for batch in it) == 203 - 8
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_users_own_freeze_is_left_alone(request) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        loader = StreamingDataLoader(
+            StreamingDataset(local=request.getfixturevalue("text_dataset"), batch_size=8),
+            batch_size=8, num_workers=2)
+        it = iter(loader)
+        count = len(next(it)["id"])
+        # Neither more frozen (what was made since would be) nor unfrozen (none would be);
+        # frozen objects freed meanwhile leave the count.
+        assert 0 < gc.get_freeze_count() <= frozen
+        assert count + sum(len(batch["id"]) for batch in it) == 203
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+    freeze = fork_heap.HeapFreeze(0, None)  # no workers: nothing
+    assert not freeze.held and gc.get_freeze_count() == 0
+    freeze.release()
