@@ -247,3 +247,32 @@ def test_a_users_own_freeze_is_left_alone(request) -> None:
     freeze = fork_heap.HeapFreeze(0, None)  # no workers: nothing
     assert not freeze.held and gc.get_freeze_count() == 0
     freeze.release()
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_streams_of_other_columns_equal_torch_loader(tmp_path, num_workers) -> None:
+    # Two streams whose "text" is str in one and bytes in the other: blocks of either stream
+    # decode as columns, blocks over both as samples, and chunks mix them.
+    from streaming import MDSWriter, Stream
+    from torch.utils.data import default_collate
+
+    for name, kind in (("a", "str"), ("b", "bytes")):
+        with MDSWriter(out=str(tmp_path / name), columns={"id": "int", "text": kind},
+                       size_limit=1 << 10) as writer:
+            for i in range(150):
+                text = f"{name}{i}" * (i % 4)
+                writer.write({"id": i, "text": text if kind == "str" else text.encode()})
+
+    def make(collate_fn=None):
+        ds = StreamingDataset(streams=[Stream(local=str(tmp_path / "a")),
+                                       Stream(local=str(tmp_path / "b"))],
+                              shuffle=True, batch_size=8, shuffle_block_size=40)
+        extra = {} if collate_fn is None else {"collate_fn": collate_fn}
+        return StreamingDataLoader(ds, batch_size=8, num_workers=num_workers, **extra)
+
+    fast, slow = make(), make(lambda batch: default_collate(batch))
+    got, want = list(fast), list(slow)
+    assert len(got) == len(want) and sum(len(batch["id"]) for batch in got) == 300
+    _same(got, want)
+    kinds = {type(v) for batch in got for v in batch["text"]}
+    assert kinds == {str, bytes}
