@@ -115,7 +115,7 @@ def light_reader(dataset: Any) -> tuple[BlockReader, bool]:
     light = reader.light()
     if light is None:
         light = reader.more() and light_sample(reader.peek())
-    return reader, bool(light)
+    return reader, bool(light) and _stock_light()
 
 
 def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: int,
@@ -174,10 +174,14 @@ def light_sample(sample: Any) -> bool:
     Returns:
         bool: Whether it is such a sample.
     """
-    registry = torch_collate.default_collate_fn_map
     return (type(sample) is dict and bool(sample)
-            and set(map(type, sample.values())) <= _LIGHT
-            and registry.get(str) is torch_collate.collate_str_fn
+            and set(map(type, sample.values())) <= _LIGHT and _stock_light())
+
+
+def _stock_light() -> bool:
+    """Whether torch's registry collates strings, bytes, ints, floats and dicts as shipped."""
+    registry = torch_collate.default_collate_fn_map
+    return (registry.get(str) is torch_collate.collate_str_fn
             and registry.get(bytes) is torch_collate.collate_str_fn
             and stock_registry(registry))
 

@@ -18,8 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
+from torch.utils.data import default_collate
+from torch.utils.data._utils import collate as torch_collate
 
-from streaming import StreamingDataLoader, StreamingDataset, fork_heap
+from streaming import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, fork_heap
 from streaming._kernels import _mds
 from streaming.blocks import BlockReader, as_samples
 from streaming.collate import (
@@ -101,8 +103,6 @@ def test_columns_decline_what_torch_collates_otherwise() -> None:
 
 def _rows_block(samples: list[dict]) -> _mds.Rows:
     """An MDS block decoding ``samples`` (ids, texts and bytes), as a dataset's blocks do."""
-    from streaming.format.mds.reader import MDSReader  # noqa: F401 (the reader's Columns)
-
     names = ("id", "text", "raw")
     cols = _mds.Columns(names, np.array([3, 1, 0], np.int64), (int, str, bytes),
                         np.array([8, -1, -1], np.int64))
@@ -253,9 +253,6 @@ def test_a_users_own_freeze_is_left_alone(request) -> None:
 def test_streams_of_other_columns_equal_torch_loader(tmp_path, num_workers) -> None:
     # Two streams whose "text" is str in one and bytes in the other: blocks of either stream
     # decode as columns, blocks over both as samples, and chunks mix them.
-    from streaming import MDSWriter, Stream
-    from torch.utils.data import default_collate
-
     for name, kind in (("a", "str"), ("b", "bytes")):
         with MDSWriter(out=str(tmp_path / name), columns={"id": "int", "text": kind},
                        size_limit=1 << 10) as writer:
@@ -276,3 +273,14 @@ def test_streams_of_other_columns_equal_torch_loader(tmp_path, num_workers) -> N
     _same(got, want)
     kinds = {type(v) for batch in got for v in batch["text"]}
     assert kinds == {str, bytes}
+
+
+def test_a_customised_registry_is_honoured(request, monkeypatch) -> None:
+    def shout(batch, *, collate_fn_map=None):
+        return [text.upper() for text in batch]
+
+    monkeypatch.setitem(torch_collate.default_collate_fn_map, str, shout)
+    text = StreamingDataset(local=request.getfixturevalue("text_dataset"), batch_size=8)
+    assert not light_reader(text)[1]  # (MDS blocks of light columns too)
+    batches = list(StreamingDataLoader(text, batch_size=8))
+    assert batches[0]["text"] == [s["text"].upper() for s in list(text)[:8]]
