@@ -36,7 +36,7 @@ from streaming.plan import (
     worker_plan_head,
 )
 from streaming.plan import resample_streams as plan_resample_streams
-from streaming.plan_file import load_or_compute_plan
+from streaming.plan_file import load_or_compute_plan, shares_plan
 from streaming.registry import construct_from_registry
 from streaming.run_state import RunState
 from streaming.spanner import Spanner
@@ -522,12 +522,14 @@ class StreamingDataset(Array, IterableDataset):
         physical = self._unique_rank_world
         shape = (physical.num_nodes, physical.ranks_per_node, world.workers_per_rank)
         spec = self._plan_spec()
-        if spec.batching_method == "random":
+        if spec.batching_method == "random" and not shares_plan(spec, shape):
             # Each worker maps only its own ids through the shuffle: cheaper than reading every
             # worker's plan, so nothing is shared (see docs/compatibility.md, "Epoch plan").
             return worker_plan(spec, *shape, epoch, sample_in_epoch, world.node,
                                world.rank_of_node, world.worker_of_rank)
-        # The other batching methods need the whole epoch's plan: compute it once per node.
+        # The other batching methods need the whole epoch's plan, and so many processes
+        # planning their own ids over big canonical nodes would cost more than planning it
+        # once: compute it once per node.
         work = load_or_compute_plan(self._runtime_dir, spec, shape, epoch, sample_in_epoch)
         return np.asarray(work[world.node, world.rank_of_node, world.worker_of_rank]).reshape(-1)
 
@@ -540,10 +542,13 @@ class StreamingDataset(Array, IterableDataset):
         head = None
         if isinstance(self.batch_size, int):
             physical = self._unique_rank_world
-            head = worker_plan_head(self._plan_spec(), physical.num_nodes,
-                                    physical.ranks_per_node, world.workers_per_rank, epoch,
-                                    sample_in_epoch, world.node, world.rank_of_node,
-                                    world.worker_of_rank)
+            spec = self._plan_spec()
+            shape = (physical.num_nodes, physical.ranks_per_node, world.workers_per_rank)
+            # The rest from the node's plan file when it is shared, else planned by the thread.
+            planner = partial(self._get_work, world, epoch, sample_in_epoch) \
+                if shares_plan(spec, shape) else None
+            head = worker_plan_head(spec, *shape, epoch, sample_in_epoch, world.node,
+                                    world.rank_of_node, world.worker_of_rank, planner)
         if head is None:
             yield self._get_work(world, epoch, sample_in_epoch)
             return

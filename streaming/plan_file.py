@@ -23,10 +23,19 @@ from streaming.locks import FileLock
 from streaming.plan import PlanSpec, epoch_work
 from streaming.storage.atomic import atomic_file
 
-__all__ = ["load_or_compute_plan", "plan_key"]
+__all__ = ["load_or_compute_plan", "plan_key", "shares_plan"]
 
-# Plans kept per runtime directory; older ones are deleted when a new one is written.
+# Plans kept per runtime directory; older ones are deleted when a new one is written, and
+# beyond the newest one, older ones only while they add up to KEEP_PLAN_BYTES (a shared plan
+# of 1e8 samples is ~0.8 GB).
 KEEP_PLANS = 8
+KEEP_PLAN_BYTES = 2 << 30
+# With random batching each worker plans its own ids (see StreamingDataset._get_work), which
+# means ordering whole canonical nodes: ~9 bytes a sample of the nodes it needs (a view of one
+# py1e node of 1e8 samples peaks at ~0.9 GB), ~4 bytes a sample of the epoch for naive. Past
+# this many bytes for all the node's processes at once, and when one whole-epoch plan (~17
+# bytes a sample at its peak) costs less than half of that, the node plans once into a file.
+SHARE_PLAN_BYTES = 8 << 30
 
 
 def plan_key(spec: PlanSpec, world_shape: tuple[int, int, int], epoch: int,
@@ -60,16 +69,47 @@ def plan_key(spec: PlanSpec, world_shape: tuple[int, int, int], epoch: int,
     return h.hexdigest()[:32]
 
 
+def shares_plan(spec: PlanSpec, world_shape: tuple[int, int, int]) -> bool:
+    """Whether a random-batching epoch is planned once per node (``load_or_compute_plan``)
+    instead of by each worker for itself: when every process of the node planning its own ids
+    at once would hold more than :data:`SHARE_PLAN_BYTES` (say 9 ranks x 1 worker or more over
+    one py1e canonical node of 1e8 samples, ~0.9 GB each), and more than twice the peak of
+    one process planning the whole epoch.
+
+    Args:
+        spec (PlanSpec): The planning spec.
+        world_shape (Tuple[int, int, int]): Physical nodes, ranks per node, workers per rank.
+
+    Returns:
+        bool: Whether the node's processes share one plan file.
+    """
+    _, ranks_per_node, workers_per_rank = world_shape
+    processes = ranks_per_node * max(1, workers_per_rank)
+    if processes < 2 or not spec.shuffle:
+        return False
+    size = spec.epoch_size
+    each = 4 * size if spec.shuffle_algo == "naive" else \
+        9 * size // max(1, spec.num_canonical_nodes)
+    total = processes * each
+    return total > SHARE_PLAN_BYTES and total > 2 * 17 * size
+
+
 def _prune(dirname: str, keep: str) -> None:
     with contextlib.suppress(OSError):
         plans = [os.path.join(dirname, n) for n in os.listdir(dirname) if n.endswith(".npy")]
         plans.sort(key=lambda p: os.stat(p).st_mtime if os.path.exists(p) else 0)
-        for path in plans[:-KEEP_PLANS]:
-            if path != keep:
-                with contextlib.suppress(OSError):
-                    os.remove(path)
-                with contextlib.suppress(OSError):
-                    os.remove(path[:-4] + ".lock")
+        kept = 0
+        for at, path in enumerate(reversed(plans)):  # newest first
+            if path == keep:
+                continue
+            with contextlib.suppress(OSError):
+                kept += os.stat(path).st_size
+            if at < KEEP_PLANS and kept <= KEEP_PLAN_BYTES:
+                continue
+            with contextlib.suppress(OSError):
+                os.remove(path)
+            with contextlib.suppress(OSError):
+                os.remove(path[:-4] + ".lock")
 
 
 def load_or_compute_plan(root: str, spec: PlanSpec, world_shape: tuple[int, int, int],

@@ -192,6 +192,7 @@ def worker_plan_head(
     node: int,
     rank_of_node: int,
     worker_of_rank: int,
+    planner: Callable[[], NDArray[np.int64]] | None = None,
 ) -> tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]] | None:
     """``worker_plan``'s ids in two parts, the first one as soon as possible.
 
@@ -213,6 +214,9 @@ def worker_plan_head(
         node (int): The worker's node in the parallel world.
         rank_of_node (int): The worker's rank within that node.
         worker_of_rank (int): The worker's index within its rank.
+        planner (Callable[[], NDArray[np.int64]], optional): Returns all of ``worker_plan``'s
+            ids (from a plan the node shares, say); the thread takes the rest from it instead
+            of planning them. Defaults to ``None``.
 
     Returns:
         Optional[Tuple[NDArray[np.int64], Callable[[], NDArray[np.int64]]]]: The first ids and
@@ -259,7 +263,9 @@ def worker_plan_head(
 
     def plan() -> None:
         try:
-            if places is None:
+            if planner is not None:
+                done["ids"] = planner()[covered:]
+            elif places is None:
                 done["ids"] = _py1e_epoch(*args, warn=False)[covered:]  # (the head warned)
             elif nc == 1:
                 rest = places[covered:]

@@ -71,3 +71,34 @@ def test_matches_reference_reading_plan_heads_first(case, data_root, tmp_path, m
         assert got == expected, f"rank {rank}"
     if spec["name"] in ("shuffle_py1e_one_node", "shuffle_defaults", "ranks2_node1"):
         assert heads and all(heads)  # the head path was taken, every epoch and rank
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["spec"]["name"] for c in CASES])
+def test_matches_reference_from_a_shared_plan(case, data_root, tmp_path, monkeypatch):
+    # Every random-batching epoch planned once per node into a plan file (as many processes
+    # over big canonical nodes do, see streaming.plan_file.shares_plan), heads read first where
+    # a plan has one (their rest then comes from the file): the orders stay the reference's.
+    import streaming.dataset
+    from streaming import plan_file
+    from streaming.plan import epoch
+
+    monkeypatch.setattr(epoch, "HEAD_MIN_SAMPLES", 1)
+    monkeypatch.setattr(epoch, "HEAD_UNTIL", 40)
+    monkeypatch.setattr(streaming.dataset, "shares_plan", lambda spec, shape: True)
+    calls = tmp_path / "plans-loaded"
+
+    def load(*args):  # (forked DataLoader workers inherit it and append too)
+        with open(calls, "a") as f:
+            f.write("x")
+        return plan_file.load_or_compute_plan(*args)
+
+    monkeypatch.setattr(streaming.dataset, "load_or_compute_plan", load)
+    spec = case["spec"]
+    ranks = spec["world"]["ranks"]
+    lws = spec["world"]["local_world_size"]
+    for rank, expected in zip(range(ranks), case["ranks"]):
+        local = os.path.join(tmp_path, f"node{rank // lws}")
+        with world_env(rank, ranks, lws):
+            got = run_rank(spec, data_root, local)
+        assert got == expected, f"rank {rank}"
+    assert calls.exists()  # (the plans were the node's files)
