@@ -32,8 +32,8 @@ def data_root(tmp_path_factory, oracles):
     return str(root)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["spec"]["name"] for c in CASES])
-def test_matches_reference(case, data_root, tmp_path):
+def _each_rank_matches(case, data_root, tmp_path) -> None:
+    """Run every rank of the case (each node with its own local root) against the fixture."""
     spec = case["spec"]
     ranks = spec["world"]["ranks"]
     lws = spec["world"]["local_world_size"]
@@ -42,6 +42,11 @@ def test_matches_reference(case, data_root, tmp_path):
         with world_env(rank, ranks, lws):
             got = run_rank(spec, data_root, local_root)
         assert got == expected, f"rank {rank}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["spec"]["name"] for c in CASES])
+def test_matches_reference(case, data_root, tmp_path):
+    _each_rank_matches(case, data_root, tmp_path)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["spec"]["name"] for c in CASES])
@@ -62,14 +67,8 @@ def test_matches_reference_reading_plan_heads_first(case, data_root, tmp_path, m
         return got
 
     monkeypatch.setattr(streaming.dataset, "worker_plan_head", spy)
-    spec = case["spec"]
-    ranks = spec["world"]["ranks"]
-    lws = spec["world"]["local_world_size"]
-    for rank, expected in zip(range(ranks), case["ranks"]):
-        with world_env(rank, ranks, lws):
-            got = run_rank(spec, data_root, os.path.join(tmp_path, f"node{rank // lws}"))
-        assert got == expected, f"rank {rank}"
-    if spec["name"] in ("shuffle_py1e_one_node", "shuffle_defaults", "ranks2_node1"):
+    _each_rank_matches(case, data_root, tmp_path)
+    if case["spec"]["name"] in ("shuffle_py1e_one_node", "shuffle_defaults", "ranks2_node1"):
         assert heads and all(heads)  # the head path was taken, every epoch and rank
 
 
@@ -93,12 +92,5 @@ def test_matches_reference_from_a_shared_plan(case, data_root, tmp_path, monkeyp
         return plan_file.load_or_compute_plan(*args)
 
     monkeypatch.setattr(streaming.dataset, "load_or_compute_plan", load)
-    spec = case["spec"]
-    ranks = spec["world"]["ranks"]
-    lws = spec["world"]["local_world_size"]
-    for rank, expected in zip(range(ranks), case["ranks"]):
-        local = os.path.join(tmp_path, f"node{rank // lws}")
-        with world_env(rank, ranks, lws):
-            got = run_rank(spec, data_root, local)
-        assert got == expected, f"rank {rank}"
+    _each_rank_matches(case, data_root, tmp_path)
     assert calls.exists()  # (the plans were the node's files)
