@@ -61,11 +61,8 @@ class BlockReader:
         return True if self._schema is not None else None
 
     def peek(self) -> Any:
-        """The next sample, left to be taken (``None`` if there is none)."""
-        if not self._pending:
-            schema, data = self.take(1)
-            self._pending = data if schema is None else as_samples(schema[0], data)
-        return self._pending[0] if self._pending else None
+        """The next sample, left to be taken (``None`` if there is none: see :meth:`more`)."""
+        return self._pending[0] if self._look() else None
 
     def more(self) -> bool:
         """Whether any sample is left."""
@@ -76,7 +73,14 @@ class BlockReader:
             return False
         if type(block) is _mds.Rows:
             return True  # (never current once empty)
-        return self.peek() is not None
+        return self._look()
+
+    def _look(self) -> bool:
+        """Take the next sample ahead, if not yet; whether there is one."""
+        if not self._pending:
+            schema, data = self.take(1)
+            self._pending = data if schema is None else as_samples(schema[0], data)
+        return bool(self._pending)
 
     def take(self, n: int) -> tuple[tuple[tuple[Any, ...], tuple[int, ...]] | None, list[Any]]:
         """Take the next ``n`` samples (fewer if fewer are left).

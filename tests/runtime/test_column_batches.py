@@ -284,3 +284,11 @@ def test_a_customised_registry_is_honoured(request, monkeypatch) -> None:
     assert not light_reader(text)[1]  # (MDS blocks of light columns too)
     batches = list(StreamingDataLoader(text, batch_size=8))
     assert batches[0]["text"] == [s["text"].upper() for s in list(text)[:8]]
+
+
+def test_samples_that_are_none_are_samples_too() -> None:
+    # (a get_item override may return anything: None is a sample, not the end)
+    reader = BlockReader(iter([iter([None, None]), iter([{"a": 1}])]))
+    assert reader.more() and reader.peek() is None
+    assert reader.take(5) == (None, [None, None, {"a": 1}])
+    assert not reader.more()
