@@ -523,16 +523,22 @@ cdef class Rows:
         return self.rows.shape[0] - self.pos if self.num_slots else 0
 
     def __next__(self):
-        cdef Py_ssize_t slot, idx, begin, end
         if self.num_slots == 0 or self.pos >= self.rows.shape[0]:
             raise StopIteration
+        return self._next_row(None)
+
+    cdef inline dict _next_row(self, list sink):
+        """Decode the row at ``pos`` (there is one) and move on: its sample dict, or (given
+        ``sink``) its values appended to their columns' lists (see :func:`_decode`)."""
+        cdef Py_ssize_t slot, idx, begin, end
         slot = 0 if self.one_slot else self.slots[self.pos]
         idx = self.rows[self.pos]
         self.pos += 1
         filename = <str>self.filenames[slot]
         begin, end = _row_bounds(self.bases[slot], self.sizes[slot], idx, self.samples[slot],
                                  filename)
-        return _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename)
+        return _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename,
+                       sink)
 
     def schema(self):
         """The shards' column names and kinds (:attr:`Columns.schema`), if they all share them.
@@ -560,7 +566,7 @@ cdef class Rows:
             ValueError: The shards do not share their columns (see :meth:`schema`), or a row
                 is corrupt (as :func:`next` raises it).
         """
-        cdef Py_ssize_t slot, idx, begin, end, stop
+        cdef Py_ssize_t stop
         if self.num_slots == 0:
             return []
         schema = self.schema()
@@ -569,12 +575,5 @@ cdef class Rows:
         sink = [[] for _ in schema[0]]
         stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
         while self.pos < stop:
-            slot = 0 if self.one_slot else self.slots[self.pos]
-            idx = self.rows[self.pos]
-            self.pos += 1
-            filename = <str>self.filenames[slot]
-            begin, end = _row_bounds(self.bases[slot], self.sizes[slot], idx,
-                                     self.samples[slot], filename)
-            _decode(self.bases[slot], begin, end, idx, <Columns>self.columns[slot], filename,
-                    sink)
+            self._next_row(sink)
         return sink

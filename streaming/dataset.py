@@ -519,8 +519,7 @@ class StreamingDataset(Array, IterableDataset):
                              "same as the DataLoader, and is the number of samples per batch, "
                              "for each device. It is necessary for deterministic resumption and "
                              "optimal performance.")
-        physical = self._unique_rank_world
-        shape = (physical.num_nodes, physical.ranks_per_node, world.workers_per_rank)
+        shape = self._plan_shape(world)
         spec = self._plan_spec()
         if spec.batching_method == "random" and not shares_plan(spec, shape):
             # Each worker maps only its own ids through the shuffle: cheaper than reading every
@@ -533,6 +532,11 @@ class StreamingDataset(Array, IterableDataset):
         work = load_or_compute_plan(self._runtime_dir, spec, shape, epoch, sample_in_epoch)
         return np.asarray(work[world.node, world.rank_of_node, world.worker_of_rank]).reshape(-1)
 
+    def _plan_shape(self, world: World) -> tuple[int, int, int]:
+        """The world the plan is for: physical nodes, ranks per node, this rank's workers."""
+        physical = self._unique_rank_world
+        return physical.num_nodes, physical.ranks_per_node, world.workers_per_rank
+
     def _work_parts(self, world: World, epoch: int,
                     sample_in_epoch: int) -> Iterator[NDArray[np.int64]]:
         """This worker's sample ids for the epoch (``_get_work``'s), in consecutive parts: with
@@ -541,9 +545,8 @@ class StreamingDataset(Array, IterableDataset):
         """
         head = None
         if isinstance(self.batch_size, int):
-            physical = self._unique_rank_world
             spec = self._plan_spec()
-            shape = (physical.num_nodes, physical.ranks_per_node, world.workers_per_rank)
+            shape = self._plan_shape(world)
             # The rest from the node's plan file when it is shared, else planned by the thread.
             planner = partial(self._get_work, world, epoch, sample_in_epoch) \
                 if shares_plan(spec, shape) else None
@@ -703,15 +706,14 @@ class StreamingDataset(Array, IterableDataset):
                 sample_ids = sample_ids[sample_ids >= 0]
             if not len(sample_ids):
                 continue
-            if overridden:
-                # A subclass decides what a sample is: honour it, one sample at a time.
-                samples = self._iter_overridden(sample_ids)
+            # A subclass deciding what a sample is gets one block: its samples one at a time.
+            parts = (self._iter_overridden(sample_ids),) if overridden else \
+                self._iter_blocks_of(sample_ids)
+            for block in parts:
                 if blocks:
-                    yield samples
-                else:
-                    yield from samples
-            else:
-                yield from self._iter_samples(sample_ids, blocks)
+                    yield block
+                else:  # (straight from the block's iterator: one generator between)
+                    yield from block
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
         """Return ``ahead(position)``: start preparing upcoming shards in the background.
@@ -794,14 +796,13 @@ class StreamingDataset(Array, IterableDataset):
         """
         return self.spanner.first_visits(sample_ids)
 
-    def _iter_samples(self, sample_ids: NDArray[np.int64],
-                      blocks: bool = False) -> Iterator[Any]:
-        """The fast path: locate the plan a block at a time, decode each sample when asked for.
+    def _iter_blocks_of(self, sample_ids: NDArray[np.int64]) -> Iterator[Iterator[Any]]:
+        """The fast path: locate the plan a block at a time, each block an iterator that
+        decodes a sample when asked for (to be consumed before the next block is asked for).
 
         Per block (not per sample): one prefetch check, one readiness check and ledger touch
         per shard in it. Rows are decoded lazily, in plan order, by one compiled iterator over
-        the block's shards (MDS), so each sample's memory can be reused by the next one. With
-        ``blocks``, each block's iterator is yielded instead of its samples.
+        the block's shards (MDS), so each sample's memory can be reused by the next one.
         """
         ahead = self._prefetcher(*self._first_visits(sample_ids))
         slot_of = np.zeros(self.num_shards, np.int64)
@@ -823,23 +824,15 @@ class StreamingDataset(Array, IterableDataset):
                         # progress, where possible (see Stream.read_rows_early).
                         stream = self.streams[self.stream_per_shard[first]]
                         items = stream.read_rows_early(shard, rows)
-                    block = iter(items) if items is not None else \
+                    yield iter(items) if items is not None else \
                         self._decode_block(shards, rows, [first], None)
-                    if blocks:
-                        yield block
-                    else:
-                        yield from block
                     # If read in order, unmap the pages behind, or the whole shard would stay
                     # mapped (and count as resident memory) until closed.
                     shard.release_rows(rows)
                     continue
                 # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
                 order = list(dict.fromkeys(shards.tolist()))
-                block = self._decode_block(shards, rows, order, slot_of)
-                if blocks:
-                    yield block
-                else:
-                    yield from block
+                yield self._decode_block(shards, rows, order, slot_of)
 
     def _decode_block(self, shards: NDArray[np.int64], rows: NDArray[np.int64],
                       order: list[int], slot_of: NDArray[np.int64] | None) -> Iterator[Any]:
