@@ -18,7 +18,7 @@ is given the shard, sample and column: see :func:`_decode_failed`.
 """
 
 cimport numpy as cnp
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -55,6 +55,62 @@ _OWN_DECODERS = "streaming.format.mds.encodings"
 
 cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
     return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef extern from *:
+    """
+    /* Whether s[0..n) is well-formed UTF-8: exactly what CPython's strict decoder accepts (no
+       overlong forms, no surrogates, nothing past U+10FFFF). ASCII is checked 8 bytes at a
+       time. */
+    static int ss_utf8_ok(const unsigned char *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        while (i < n) {
+            while (n - i >= 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                if (w & 0x8080808080808080ULL) break;
+                i += 8;
+            }
+            if (i >= n) break;
+            unsigned char c = s[i];
+            if (c < 0x80) { i++; continue; }
+            if (c < 0xC2) return 0;
+            if (c < 0xE0) {
+                if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80) return 0;
+                i += 2;
+            } else if (c < 0xF0) {
+                if (n - i < 3) return 0;
+                unsigned char c1 = s[i + 1];
+                if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+                if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
+                i += 3;
+            } else if (c < 0xF5) {
+                if (n - i < 4) return 0;
+                unsigned char c1 = s[i + 1];
+                if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
+                    (s[i + 3] & 0xC0) != 0x80) return 0;
+                if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
+                i += 4;
+            } else {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    """
+    int ss_utf8_ok(const unsigned char* s, Py_ssize_t n) noexcept nogil
+
+
+def utf8_ok(const unsigned char[::1] data not None):
+    """Whether ``data`` is UTF-8 that ``bytes.decode('utf-8')`` accepts (for tests).
+
+    Args:
+        data (buffer): The bytes.
+
+    Returns:
+        bool: Whether they decode.
+    """
+    return bool(ss_utf8_ok(&data[0] if data.shape[0] else NULL, data.shape[0]))
 
 
 def check_shard(const unsigned char[::1] buf not None, Py_ssize_t samples, str filename):
@@ -116,6 +172,16 @@ cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ss
         raise ValueError(f"{filename}: sample {idx} spans bytes [{begin}, {end}) which is not "
                          f"inside the shard ({size} bytes)")
     return begin, end
+
+
+cdef inline bint _row_ok(const unsigned char* buf, Py_ssize_t size, Py_ssize_t idx,
+                        Py_ssize_t samples, Py_ssize_t* begin, Py_ssize_t* end) noexcept:
+    """:func:`_row_bounds` without raising: whether the row's bounds are good (then set)."""
+    if idx < 0 or idx >= samples or size < 12 or idx > (size - 12) // 4:
+        return False
+    begin[0] = _u32(buf + 4 + 4 * idx)
+    end[0] = _u32(buf + 8 + 4 * idx)
+    return begin[0] <= end[0] <= size
 
 
 cdef inline const unsigned char* _base(const unsigned char[::1] buf):
@@ -577,3 +643,111 @@ cdef class Rows:
         while self.pos < stop:
             self._next_row(sink)
         return sink
+
+    def pack_columns(self, Py_ssize_t n):
+        """The next ``n`` rows' columns (fewer if fewer are left) as :meth:`decode_columns`
+        would give them, but made of no value per row: each ``str`` or ``bytes`` column packed
+        (``(ends, data)``: each value's end in ``data`` as native int64 bytes, and the values'
+        bytes one after another, as :func:`streaming._kernels._collate.pack_text` packs them)
+        and each ``int`` column an int64 array. What a DataLoader worker sends, never needing
+        the values themselves.
+
+        Args:
+            n (int): Rows to take.
+
+        Returns:
+            Optional[list]: Per column (in :meth:`schema`'s order), its packed values; or
+                ``None``, nothing taken, when any of those rows would decode otherwise: a
+                column of another kind, a row or value that is not well formed (bad bounds,
+                text that is not UTF-8, an ``int`` of another size). :meth:`decode_columns`
+                then decodes them (and raises what :func:`next` raises).
+
+        Raises:
+            ValueError: The shards do not share their columns (see :meth:`schema`).
+        """
+        cdef Py_ssize_t stop, m, r, col, ncol, slot, idx, begin, end, length, pos, size, k
+        cdef Py_ssize_t num_var
+        cdef const unsigned char* row
+        cdef Columns cols
+        cdef int64_t kind
+        if self.num_slots == 0:
+            return []
+        schema = self.schema()
+        if schema is None:
+            raise ValueError("Rows.pack_columns: the shards' columns differ")
+        kinds = schema[1]
+        ncol = len(kinds)
+        for kind in kinds:
+            if kind != 0 and kind != 1 and not (kind == 3 and _NATIVE_LE):
+                return None
+        stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
+        m = stop - self.pos
+        cdef int64_t* totals = <int64_t*>PyMem_Malloc((ncol + 1) * sizeof(int64_t))
+        # Per row and column, where the value's bytes are (read again by the second pass).
+        cdef const unsigned char** src = <const unsigned char**>PyMem_Malloc(
+            (m * ncol + 1) * sizeof(const unsigned char*))
+        cdef list out = [None] * ncol
+        cdef list ends = [None] * ncol
+        cdef int64_t** end_of = <int64_t**>PyMem_Malloc((ncol + 1) * sizeof(int64_t*))
+        cdef char* dst
+        try:
+            if totals == NULL or src == NULL or end_of == NULL:
+                raise MemoryError()
+            for col in range(ncol):
+                totals[col] = 0
+                if kinds[col] == 3:
+                    out[col] = np.empty(m, np.int64)
+                    end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>out[col])
+                else:
+                    ends[col] = PyBytes_FromStringAndSize(NULL, m * sizeof(int64_t))
+                    end_of[col] = <int64_t*>PyBytes_AS_STRING(ends[col])
+            for r in range(m):
+                slot = 0 if self.one_slot else self.slots[self.pos + r]
+                idx = self.rows[self.pos + r]
+                if not _row_ok(self.bases[slot], self.sizes[slot], idx, self.samples[slot],
+                               &begin, &end):
+                    return None
+                row = self.bases[slot] + begin
+                length = end - begin
+                cols = <Columns>self.columns[slot]
+                num_var = cols.num_var
+                if length < 4 * num_var:
+                    return None
+                pos = 4 * num_var
+                k = 0
+                for col in range(ncol):
+                    size = cols.fixed[col]
+                    if size < 0:
+                        size = _u32(row + 4 * k)
+                        k += 1
+                    if size > length - pos:
+                        return None
+                    kind = cols.kinds[col]
+                    if kind == 3:
+                        if size < 8:
+                            return None
+                        memcpy(&end_of[col][r], row + pos, 8)
+                    else:
+                        if kind == 1 and not ss_utf8_ok(row + pos, size):
+                            return None
+                        src[r * ncol + col] = row + pos
+                        totals[col] += size
+                        end_of[col][r] = totals[col]
+                    pos += size
+            for col in range(ncol):
+                if kinds[col] == 3:
+                    continue
+                data = PyBytes_FromStringAndSize(NULL, totals[col])
+                dst = PyBytes_AS_STRING(data)
+                begin = 0
+                for r in range(m):
+                    end = end_of[col][r]
+                    memcpy(dst + begin, src[r * ncol + col], end - begin)
+                    begin = end
+                out[col] = (ends[col], data)
+            self.pos = stop
+            return out
+        finally:
+            PyMem_Free(totals)
+            PyMem_Free(src)
+            PyMem_Free(end_of)

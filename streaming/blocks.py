@@ -5,7 +5,9 @@ its samples a block at a time; an MDS block (:class:`~streaming._kernels._mds.Ro
 decode its rows a column at a time, which skips a dict per sample and the Python loop that
 would gather the columns back out of them. :class:`BlockReader` takes ``n`` samples at a time
 over block boundaries: as columns when every block they come from has the same light columns
-(strings, bytes and ints, see :data:`LIGHT_KINDS`), as samples otherwise.
+(strings, bytes and ints, see :data:`LIGHT_KINDS`), as samples otherwise. A DataLoader worker,
+which only sends its columns on, takes them packed (:class:`PackedText`, int64 arrays): no value
+is made per row there, only in the main process that unpickles them.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 from itertools import chain, islice
 from typing import Any, Iterator
 
-from streaming._kernels import _mds
+import numpy as np
 
-__all__ = ["LIGHT_KINDS", "BlockReader", "as_samples", "blocks_of"]
+from streaming._kernels import _collate, _mds
+
+__all__ = ["LIGHT_KINDS", "BlockReader", "PackedText", "as_samples", "blocks_of", "head",
+           "listed"]
 
 # MDS column kinds (streaming._kernels._mds) whose values are only ``bytes`` (0), ``str`` (1)
 # and ``int`` (3): what torch's default_collate keeps as a list, or makes an int64 tensor of.
@@ -28,10 +33,15 @@ class BlockReader:
     Args:
         blocks (Iterator[Iterator[Any]]): The blocks (each an iterator of samples, consumed
             before the next is asked for).
+        packed (bool): Whether :meth:`take` may give columns packed (see
+            :meth:`~streaming._kernels._mds.Rows.pack_columns`): a ``str`` or ``bytes``
+            column as a :class:`PackedText`, an ``int`` one as an int64 array. Defaults to
+            ``False``: lists of the values.
     """
 
-    def __init__(self, blocks: Iterator[Any]) -> None:
+    def __init__(self, blocks: Iterator[Any], packed: bool = False) -> None:
         self._blocks = blocks
+        self._packed = packed
         self._block: Any = None
         self._schema: tuple[tuple[Any, ...], tuple[int, ...]] | None = None
         self._pending: list[Any] = []  # samples taken from a block to look ahead
@@ -105,7 +115,12 @@ class BlockReader:
             if block is None:
                 break
             if self._schema is not None:
-                columns = block.decode_columns(left)
+                columns = block.pack_columns(left) if self._packed else None
+                if columns is None:
+                    columns = block.decode_columns(left)
+                else:
+                    columns = [PackedText(*column, kind == 1) if type(column) is tuple
+                               else column for kind, column in zip(self._schema[1], columns)]
                 pieces.append((self._schema, columns))
                 left -= len(columns[0])
                 if not len(block):
@@ -121,7 +136,7 @@ class BlockReader:
             schema = pieces[0][0]
             if len(pieces) == 1:
                 return schema, pieces[0][1]
-            return schema, [list(chain.from_iterable(columns[at] for _, columns in pieces))
+            return schema, [_join([columns[at] for _, columns in pieces])
                             for at in range(len(schema[0]))]
         samples = []
         for schema, data in pieces:
@@ -147,17 +162,100 @@ class BlockReader:
             yield from block
 
 
-def as_samples(names: tuple[Any, ...], columns: list[list[Any]]) -> list[dict[Any, Any]]:
+def as_samples(names: tuple[Any, ...], columns: list[Any]) -> list[dict[Any, Any]]:
     """The sample dicts of columns.
 
     Args:
         names (tuple): The columns' keys.
-        columns (List[list]): Per key, its values.
+        columns (List[Any]): Per key, its values (a list, or packed: see :func:`listed`).
 
     Returns:
         List[Dict[Any, Any]]: The samples.
     """
-    return [dict(zip(names, values)) for values in zip(*columns)]
+    return [dict(zip(names, values)) for values in zip(*map(listed, columns))]
+
+
+class PackedText:
+    """A column of ``str`` (or ``bytes``) values kept as their bytes (made by
+    :meth:`~streaming._kernels._mds.Rows.pack_columns`): pickled as they are, unpickled as the
+    list of the values (:func:`~streaming._kernels._collate.unpack_text`).
+
+    Args:
+        ends (bytes): Each value's end in ``data`` (native int64).
+        data (bytes): The values' bytes (UTF-8 for strings), one after another.
+        text (bool): Whether the values are ``str`` (else ``bytes``).
+    """
+
+    __slots__ = ("ends", "data", "text")
+
+    def __init__(self, ends: bytes, data: bytes, text: bool) -> None:
+        self.ends = ends
+        self.data = data
+        self.text = text
+
+    def __len__(self) -> int:
+        return len(self.ends) // 8
+
+    def nbytes(self, count: int) -> int:
+        """Bytes of the first ``count`` values."""
+        count = min(count, len(self))
+        return int(np.frombuffer(self.ends, np.int64, 1, 8 * (count - 1))[0]) if count else 0
+
+    def head(self, count: int) -> PackedText:
+        """The first ``count`` values."""
+        return PackedText(self.ends[:8 * count], self.data[:self.nbytes(count)], self.text)
+
+    def values(self) -> list[Any]:
+        """The values, as a list."""
+        return _collate.unpack_text(self.ends, self.data, self.text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _collate.unpack_text, (self.ends, self.data, self.text)
+
+
+def listed(column: Any) -> list[Any]:
+    """A column's values as a list (a packed one's unpacked; see :class:`BlockReader`).
+
+    Args:
+        column (Any): A list, a :class:`PackedText` or an int64 array.
+
+    Returns:
+        List[Any]: Its values (ints as ``int``).
+    """
+    if type(column) is PackedText:
+        return column.values()
+    if type(column) is np.ndarray:
+        return column.tolist()
+    return column
+
+
+def head(column: Any, count: int) -> Any:
+    """A column's first ``count`` values, of the same type (see :func:`listed`).
+
+    Args:
+        column (Any): A list, a :class:`PackedText` or an int64 array.
+        count (int): How many.
+
+    Returns:
+        Any: Those values.
+    """
+    return column.head(count) if type(column) is PackedText else column[:count]
+
+
+def _join(parts: list[Any]) -> Any:
+    """Columns' values one after another, packed if all are packed alike (else listed)."""
+    if len(parts) == 1:
+        return parts[0]
+    kinds = set(map(type, parts))
+    if kinds == {np.ndarray}:
+        return np.concatenate(parts)
+    if kinds == {PackedText}:
+        offsets = np.cumsum([0] + [len(part.data) for part in parts[:-1]])
+        ends = np.concatenate([np.frombuffer(part.ends, np.int64) + offset
+                               for part, offset in zip(parts, offsets)])
+        return PackedText(ends.tobytes(), b"".join(part.data for part in parts),
+                          parts[0].text)
+    return list(chain.from_iterable(map(listed, parts)))
 
 
 def blocks_of(dataset: Any) -> Iterator[Any]:

@@ -12,7 +12,7 @@ from torch import Tensor
 from torch.utils.data._utils import collate as torch_collate
 
 from streaming._kernels import _collate
-from streaming.blocks import BlockReader, as_samples, blocks_of
+from streaming.blocks import BlockReader, PackedText, as_samples, blocks_of, head
 
 __all__ = ["collate_batch", "collate_columns", "collated_batches", "column_chunks", "light_reader",
            "light_sample", "split_columns", "stock_registry", "typed_columns"]
@@ -100,18 +100,21 @@ def stock_registry(registry: dict[Any, Any]) -> bool:
             and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
 
 
-def light_reader(dataset: Any) -> tuple[BlockReader, bool]:
+def light_reader(dataset: Any, packed: bool = False) -> tuple[BlockReader, bool]:
     """A reader of ``dataset``'s samples (:class:`~streaming.blocks.BlockReader`), and whether
     they are small rows that :func:`column_chunks` collates a column at a time (told by the
     first block's columns, or else by the first sample: :func:`light_sample`).
 
     Args:
         dataset (Any): The dataset (a StreamingDataset's blocks are its own).
+        packed (bool): Whether columns may come packed (see
+            :class:`~streaming.blocks.BlockReader`): for batches that are pickled, not used,
+            where they are made. Defaults to ``False``.
 
     Returns:
         Tuple[BlockReader, bool]: The reader (nothing taken yet), and whether its rows are light.
     """
-    reader = BlockReader(blocks_of(dataset))
+    reader = BlockReader(blocks_of(dataset), packed)
     light = reader.light()
     if light is None:
         light = reader.more() and light_sample(reader.peek())
@@ -144,7 +147,8 @@ def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: i
         count = len(data[0]) if schema is not None else len(data)
         if last and drop_last:
             count -= count % batch_size
-            data = [column[:count] for column in data] if schema is not None else data[:count]
+            data = [head(column, count) for column in data] if schema is not None else \
+                data[:count]
         columns = None
         if count:
             columns = typed_columns(schema, data) if schema is not None else \
@@ -158,9 +162,16 @@ def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: i
         if last:
             return
         # Bytes of a batch of strings, told by the first batch.
-        held = sum(sum(map(len, column[:batch_size])) for column in (columns or {}).values()
-                   if type(column) is list)
+        held = sum(_text_bytes(column, batch_size) for column in (columns or {}).values())
         size = min(2 * size, most, max(1, most_bytes // held) if held else most)
+
+
+def _text_bytes(column: Any, count: int) -> int:
+    """Size of a column's first ``count`` strings or bytes (characters of ``str`` values);
+    0 for a tensor."""
+    if type(column) is PackedText:
+        return column.nbytes(count)
+    return sum(map(len, column[:count])) if type(column) is list else 0
 
 
 def light_sample(sample: Any) -> bool:
@@ -238,14 +249,22 @@ def typed_columns(schema: tuple[tuple[Any, ...], tuple[int, ...]],
     Args:
         schema (Tuple[tuple, tuple]): The column names and their kinds (``3``: ``int``
             values; ``0``, ``1``: ``bytes``, ``str``).
-        values (List[list]): Per column, its values.
+        values (List[Any]): Per column, its values: a list, or packed (an int64 array, a
+            :class:`~streaming.blocks.PackedText`, kept as it is).
 
     Returns:
         Dict[Any, Any]: The columns.
     """
     names, kinds = schema
-    return {name: torch.from_numpy(np.array(column, np.int64)) if kind == 3 else column
+    return {name: _int_column(column) if kind == 3 else column
             for name, kind, column in zip(names, kinds, values)}
+
+
+def _int_column(column: Any) -> Tensor:
+    """The int64 tensor of an ``int`` column's values (a list, or already an int64 array)."""
+    if type(column) is np.ndarray:
+        return torch.from_numpy(column)
+    return torch.from_numpy(np.array(column, np.int64))
 
 
 def split_columns(columns: dict[Any, Any], batch_size: int) -> list[dict[Any, Any]]:

@@ -340,7 +340,8 @@ class ChunkedBatches(IterableDataset):
         ring = None
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
-        reader, light = light_reader(self.dataset)
+        # Packed: the columns' values are made where the chunks are unpickled, not here too.
+        reader, light = light_reader(self.dataset, packed=True)
         if light:  # (small rows: whole chunks collated a column at a time)
             for columns, batches, last in column_chunks(reader, self.batch_size, self.drop_last,
                                                         MOST_BATCHES, CHUNK_BYTES):

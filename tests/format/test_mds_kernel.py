@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from streaming._kernels import _mds
+from streaming._kernels import _collate, _mds
 
 # ---- the pure-Python twin ------------------------------------------------------------------
 
@@ -382,3 +382,104 @@ def test_decode_columns_needs_shared_columns() -> None:
     with pytest.raises(ValueError, match="columns differ"):
         rows.decode_columns(2)
     assert [next(rows), next(rows)] == [{"c": "ab"}, {"c": b"ab"}]  # samples as ever
+
+
+# ---- packed columns (what a DataLoader worker sends) ----------------------------------------
+
+
+@st.composite
+def light_shards(draw):
+    """Shards of bytes (0), str (1) and int (3) columns: mostly well formed, sometimes not
+    (text cut mid-character or random bytes, an int of another size, a size header past the
+    row's end)."""
+    cols = draw(st.lists(st.tuples(st.sampled_from([0, 1, 3]),
+                                   st.one_of(st.just(-1), st.integers(0, 10))),
+                         min_size=1, max_size=4))
+    cols = [(kind, 8 if kind == 3 and draw(st.booleans()) else size) for kind, size in cols]
+    names = tuple(f"c{i}" for i in range(len(cols)))
+    kinds = np.array([k for k, _ in cols], np.int64)
+    fixed = np.array([f for _, f in cols], np.int64)
+    rows = []
+    for _ in range(draw(st.integers(0, 6))):
+        values = []
+        for kind, size in cols:
+            n = size if size >= 0 else draw(st.integers(0, 12))
+            if kind == 1 and draw(st.integers(0, 3)):
+                values.append(draw(st.text(max_size=n)).encode()[:n].ljust(n, b"a"))
+            else:
+                values.append(draw(st.binary(min_size=n, max_size=n)))
+        row = _row(values, list(fixed))
+        if (fixed < 0).any() and not draw(st.integers(0, 7)):
+            row = struct.pack("<I", 1 << 20) + row[4:]  # a size past the row's end
+        rows.append(row)
+    return names, kinds, fixed, rows
+
+
+def _unpacked(kinds, packed) -> list:
+    return [column.tolist() if kind == 3 else
+            _collate.unpack_text(column[0], column[1], kind == 1)
+            for kind, column in zip(kinds, packed)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(light_shards(), st.data())
+def test_packed_columns_are_the_decoded_columns_or_none(shard, data) -> None:
+    # Two shards sharing their columns, rows taken a few at a time: packed, the columns hold
+    # exactly the values decode_columns makes; where any row would decode otherwise, nothing
+    # is taken and decode_columns takes over (raising what next() raises).
+    names, kinds, fixed, rows = shard
+    buf = _shard(rows)
+    decoders = tuple(lambda b: int.from_bytes(b, "little") for _ in names)
+    sources = tuple((buf, len(rows), _mds.Columns(names, kinds, decoders, fixed), f"s{k}.mds")
+                    for k in range(2))
+    picks = data.draw(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, len(rows))),
+                               max_size=12))
+    slots = np.array([s for s, _ in picks], np.int64)
+    at = np.array([r for _, r in picks], np.int64)
+    packed_it = _mds.Rows(sources, slots, at)
+    plain_it = _mds.Rows(sources, slots, at)
+    while True:
+        step = data.draw(st.integers(0, 5))
+        left = len(packed_it)
+        packed = packed_it.pack_columns(step)
+        want = _outcome(plain_it.decode_columns, step)
+        if packed is None:
+            assert len(packed_it) == left  # nothing taken
+            assert _outcome(packed_it.decode_columns, step) == want
+        else:
+            assert want[0] == "ok"
+            assert _unpacked(kinds.tolist(), packed) == want[1]
+            assert all(type(c) is np.ndarray and c.dtype == np.int64 if k == 3 else
+                       type(c) is tuple for k, c in zip(kinds.tolist(), packed))
+        if want[0] != "ok" or not left:
+            return
+        assert len(packed_it) == len(plain_it)
+
+
+def test_packed_columns_decline_other_kinds_and_need_shared_columns() -> None:
+    buf = _shard([_row([b"ab"], [-1])])
+    call = _mds.Columns(("c",), np.array([2], np.int64), _decoders(1), np.array([-1], np.int64))
+    rows = _mds.Rows(((buf, 1, call, "a.mds"),), None, np.array([0], np.int64))
+    assert rows.pack_columns(1) is None and len(rows) == 1
+    assert rows.decode_columns(1) == [["6162"]]
+    text = _mds.Columns(("c",), np.array([1], np.int64), _decoders(1), np.array([-1], np.int64))
+    raw = _mds.Columns(("c",), np.array([0], np.int64), _decoders(1), np.array([-1], np.int64))
+    rows = _mds.Rows(((buf, 1, text, "a.mds"), (buf, 1, raw, "b.mds")),
+                     np.array([0, 1], np.int64), np.array([0, 0], np.int64))
+    with pytest.raises(ValueError, match="columns differ"):
+        rows.pack_columns(2)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.binary(max_size=40), st.text(max_size=20).map(str.encode),
+                 st.lists(st.sampled_from([b"a", b"\xc2", b"\x80", b"\xe0\xa0", b"\xed\xa0\x80",
+                                           b"\xed\x9f\xbf", b"\xf4\x90\x80\x80", b"\xf0\x8f",
+                                           b"\xf4\x8f\xbf\xbf", b"\xc1\xbf", b"\xff",
+                                           b"12345678"]), max_size=8).map(b"".join)))
+def test_utf8_check_accepts_what_python_decodes(data) -> None:
+    try:
+        data.decode("utf-8")
+        ok = True
+    except UnicodeDecodeError:
+        ok = False
+    assert _mds.utf8_ok(data) == ok

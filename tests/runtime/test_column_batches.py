@@ -23,7 +23,7 @@ from torch.utils.data._utils import collate as torch_collate
 
 from streaming import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, fork_heap
 from streaming._kernels import _mds
-from streaming.blocks import BlockReader, as_samples
+from streaming.blocks import BlockReader, PackedText, as_samples, head, listed
 from streaming.collate import (
     collate_batch,
     collate_columns,
@@ -120,8 +120,9 @@ def _rows_block(samples: list[dict]) -> _mds.Rows:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["rows", "samples", "other"]), st.integers(0, 7)),
-                max_size=6), st.lists(st.integers(1, 9), min_size=1, max_size=12))
-def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes) -> None:
+                max_size=6), st.lists(st.integers(1, 9), min_size=1, max_size=12),
+       st.booleans())
+def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes, packed) -> None:
     blocks, want = [], []
     for kind, n in kinds:
         samples = _texts(n, len(want))
@@ -129,7 +130,7 @@ def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes) -> None:
             samples = [{"x": s["id"]} for s in samples]
         want += samples
         blocks.append(_rows_block(samples) if kind == "rows" else iter(samples))
-    reader = BlockReader(iter(blocks))
+    reader = BlockReader(iter(blocks), packed)
     got = []
     for n in takes:
         more = reader.more()
@@ -139,7 +140,14 @@ def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes) -> None:
         assert len(part) == min(n, len(want) - len(got))
         if schema is not None:  # columns only over blocks decoded so, typed by their kinds
             assert schema == (("id", "text", "raw"), (3, 1, 0))
-            assert all(type(v) is int for v in data[0]) and all(type(v) is str for v in data[1])
+            if packed:  # (columns over several blocks are packed together too)
+                assert type(data[0]) is np.ndarray and data[0].dtype == np.int64
+                assert type(data[1]) is PackedText and data[1].text
+                assert type(data[2]) is PackedText and not data[2].text
+                assert all(len(column) == len(part) for column in data)
+            else:
+                assert all(type(v) is int for v in data[0])
+                assert all(type(v) is str for v in data[1])
         got += part
     assert got + list(reader.samples()) == want
     assert not reader.more()
@@ -187,6 +195,40 @@ def test_column_chunks_grow_and_flag_the_last() -> None:
     sizes = [len(split_columns(c, 4)) for c, _, _ in
              column_chunks(BlockReader(iter([iter(long)])), 4, False, 8, 5000)]
     assert sizes == [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["rows", "samples"]), st.integers(0, 9)),
+                min_size=1, max_size=5), st.integers(1, 4), st.booleans(), st.integers(1, 4))
+def test_packed_chunks_arrive_as_the_batches_torch_makes(kinds, batch_size, drop_last,
+                                                         most) -> None:
+    # A worker's packed columns, pickled in chunks as a worker sends them: unpickled, the
+    # batches are exactly torch's of the samples.
+    blocks, samples = [], []
+    for kind, n in kinds:
+        part = _texts(n, len(samples))
+        samples += part
+        blocks.append(_rows_block(part) if kind == "rows" else iter(part))
+    want = list(collated_batches(samples, batch_size, drop_last))
+    got = []
+    for columns, made, last in column_chunks(BlockReader(iter(blocks), True), batch_size,
+                                             drop_last, most, 1 << 20):
+        chunk = Chunk(0, made, last) if columns is None else \
+            Chunk(0, [columns], last, None, batch_size)
+        got += pickle.loads(ForkingPickler.dumps(chunk)).batches
+    _equal(got, want)
+
+
+def test_packed_text_heads_joins_and_lists() -> None:
+    reader = BlockReader(iter([_rows_block(_texts(5)), _rows_block(_texts(4, 5))]), True)
+    schema, (ids, texts, raws) = reader.take(9)  # over both blocks: joined
+    want = _texts(5) + _texts(4, 5)
+    assert listed(ids) == [s["id"] for s in want] and listed(texts) == [s["text"] for s in want]
+    assert listed(raws) == [s["raw"] for s in want]
+    assert listed(head(texts, 3)) == [s["text"] for s in want[:3]]
+    assert texts.nbytes(3) == sum(len(s["text"]) for s in want[:3]) and texts.nbytes(0) == 0
+    assert head(ids, 2).tolist() == [0, 1] and listed(["a"]) == ["a"]
+    assert pickle.loads(pickle.dumps(texts)) == [s["text"] for s in want]
 
 
 def test_empty_and_dropped_chunks() -> None:

@@ -21,10 +21,12 @@ def _write(out: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-@pytest.mark.parametrize("block,chunk", [(3, 7), (256, 1 << 16), (5, 5)])
-def test_iteration_follows_the_plan(tmp_path, monkeypatch, shuffle, block, chunk):
+@pytest.mark.parametrize("block,chunk,most", [(3, 7, 3), (3, 7, 11), (256, 1 << 16, 8192),
+                                              (5, 5, 5), (4, 64, 13)])
+def test_iteration_follows_the_plan(tmp_path, monkeypatch, shuffle, block, chunk, most):
     monkeypatch.setattr(dataset_module, "DECODE_BLOCK", block)
     monkeypatch.setattr(dataset_module, "LOCATE_CHUNK", chunk)
+    monkeypatch.setattr(dataset_module, "MOST_BLOCK", most)
     _write(tmp_path / "d", 500)
     ds = StreamingDataset(local=str(tmp_path / "d"), shuffle=shuffle, batch_size=4,
                           shuffle_block_size=64)
@@ -39,6 +41,38 @@ def test_iteration_follows_the_plan(tmp_path, monkeypatch, shuffle, block, chunk
         assert s["tokens"].tolist() == (np.arange(i % 7 + 1) + i).tolist()
     if shuffle:
         assert want != sorted(want)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_blocks_run_on_along_a_resident_shard(tmp_path, monkeypatch, shuffle):
+    # Blocks of one shard that is resident already run on along it (up to MOST_BLOCK
+    # positions and about BLOCK_BYTES of rows); any other block stays DECODE_BLOCK long.
+    monkeypatch.setattr(dataset_module, "DECODE_BLOCK", 4)
+    monkeypatch.setattr(dataset_module, "MOST_BLOCK", 19)
+    _write(tmp_path / "d", 500)
+    ds = StreamingDataset(local=str(tmp_path / "d"), shuffle=shuffle, batch_size=4,
+                          shuffle_block_size=64)
+    row_bytes = [s.get_raw_size() // s.samples for s in ds.shards]
+    monkeypatch.setattr(dataset_module, "BLOCK_BYTES", 15 * min(row_bytes))
+    most = [min(19, 15 * min(row_bytes) // size) for size in row_bytes]  # per shard
+    assert min(most) < 19
+    blocks = []
+    decode = ds._decode_block
+
+    def record(shards, rows, order, slot_of):
+        blocks.append((len(rows), order, all(i in ds._ready for i in order)))
+        return decode(shards, rows, order, slot_of)
+
+    monkeypatch.setattr(ds, "_decode_block", record)
+    got = [s["id"] for s in ds]
+    want = worker_plan(ds._plan_spec(), 1, 1, 1, 0, 0, 0, 0, 0)
+    assert got == want[want >= 0].tolist()
+    assert sum(n for n, _, _ in blocks) == len(want)
+    long = [(n, order, ready) for n, order, ready in blocks if n > 4]
+    assert long and all(len(order) == 1 and ready and n <= most[order[0]]
+                        for n, order, ready in long)
+    if not shuffle:  # in order, most blocks run on: within each shard, all but the first
+        assert len(blocks) < len(want) / 4 - ds.num_shards
 
 
 def _twin_first_visits(sizes, ids):
