@@ -240,38 +240,38 @@ def rows_span(const unsigned char[::1] buf not None, const int64_t[::1] rows not
     return begin, end
 
 
-cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder):
-    """Cut an ``ndarray`` column value into a new (writable, owning) array.
+cdef object _array_layout(const char* p, Py_ssize_t size, object spec, cnp.npy_intp* dims,
+                          int* ndim_out, Py_ssize_t* data_at):
+    """The dtype of an ``ndarray`` column value if this kernel cuts it (then its ``ndim``
+    dims and its elements' offset in ``p`` are set), else ``None``: an unknown dtype code, a
+    size that does not match the shape, a very deep array, a big-endian host (the column's
+    Python decoder decides).
 
-    ``spec`` is ``(dtype or None, shape tuple or None)``. Anything unusual (an unknown dtype code,
-    a size that does not match the shape, a very deep array, a big-endian host) is handed to the
-    column's Python decoder, which returns the same value or raises the same error.
+    ``spec`` is ``(dtype or None, shape tuple or None)``.
     """
     cdef Py_ssize_t pos = 0, ndim, width, i, count = 1, need
-    cdef cnp.npy_intp dims[_MAX_NDIM]
     cdef unsigned char byte
     cdef uint64_t dim
     cdef object dtype = spec[0]
     cdef object shape = spec[1]
-    cdef cnp.ndarray arr
     if not _NATIVE_LE:
-        return decoder(PyBytes_FromStringAndSize(p, size))
+        return None
     if dtype is None:
         if size < 1:
-            return decoder(PyBytes_FromStringAndSize(p, size))
+            return None
         dtype = _NDARRAY_DTYPES.get(<unsigned char>p[0])
         if dtype is None:
-            return decoder(PyBytes_FromStringAndSize(p, size))
+            return None
         pos = 1
     if shape is None:
         if size < pos + 1:
-            return decoder(PyBytes_FromStringAndSize(p, size))
+            return None
         byte = <unsigned char>p[pos]
         pos += 1
         ndim = byte >> 2
         width = 1 << (byte & 3)
         if ndim < 1 or ndim > _MAX_NDIM or size < pos + ndim * width:
-            return decoder(PyBytes_FromStringAndSize(p, size))
+            return None
         for i in range(ndim):
             dim = 0
             if width == 1:
@@ -286,24 +286,43 @@ cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder
             pos += width
             # count * dim <= size, checked without multiplying (which could wrap).
             if dim == 0 or dim > <uint64_t>(size // count):
-                return decoder(PyBytes_FromStringAndSize(p, size))
+                return None
             dims[i] = <cnp.npy_intp>dim
             count *= <Py_ssize_t>dim
     else:
         ndim = len(shape)
         if ndim < 1 or ndim > _MAX_NDIM:
-            return decoder(PyBytes_FromStringAndSize(p, size))
+            return None
         for i in range(ndim):
             dims[i] = <cnp.npy_intp>shape[i]  # (Columns checked that the product fits)
             if dims[i] > size // count:  # count * dims[i] > size, without wrapping
-                return decoder(PyBytes_FromStringAndSize(p, size))
+                return None
             count *= dims[i]
     need = count * (<cnp.dtype>dtype).itemsize
     if need != size - pos:
+        return None
+    ndim_out[0] = <int>ndim
+    data_at[0] = pos
+    return dtype
+
+
+cdef object _ndarray(const char* p, Py_ssize_t size, object spec, object decoder):
+    """Cut an ``ndarray`` column value into a new (writable, owning) array.
+
+    ``spec`` is ``(dtype or None, shape tuple or None)``. Anything unusual (see
+    :func:`_array_layout`) is handed to the column's Python decoder, which returns the same
+    value or raises the same error.
+    """
+    cdef cnp.npy_intp dims[_MAX_NDIM]
+    cdef int ndim = 0
+    cdef Py_ssize_t pos = 0
+    cdef cnp.ndarray arr
+    dtype = _array_layout(p, size, spec, dims, &ndim, &pos)
+    if dtype is None:
         return decoder(PyBytes_FromStringAndSize(p, size))
-    arr = cnp.PyArray_EMPTY(<int>ndim, dims, (<cnp.dtype>dtype).type_num, 0)
-    if need:
-        memcpy(cnp.PyArray_DATA(arr), p + pos, need)
+    arr = cnp.PyArray_EMPTY(ndim, dims, (<cnp.dtype>dtype).type_num, 0)
+    if size - pos:
+        memcpy(cnp.PyArray_DATA(arr), p + pos, size - pos)
     return arr
 
 
@@ -644,50 +663,121 @@ cdef class Rows:
             self._next_row(sink)
         return sink
 
-    def pack_columns(self, Py_ssize_t n):
-        """The next ``n`` rows' columns (fewer if fewer are left) as :meth:`decode_columns`
-        would give them, but made of no value per row: each ``str`` or ``bytes`` column packed
-        (``(ends, data)``: each value's end in ``data`` as native int64 bytes, and the values'
-        bytes one after another, as :func:`streaming._kernels._collate.pack_text` packs them)
-        and each ``int`` column an int64 array. What a DataLoader worker sends, never needing
-        the values themselves.
+    def array_specs(self):
+        """What the next row's ``ndarray`` values are, per column: ``(dtype, shape)`` where
+        this kernel cuts the value (see :meth:`take_columns`), else ``None`` (every column of
+        another kind too); ``None`` if no row is left or its bounds are bad.
+
+        Returns:
+            Optional[list]: Per column (in :meth:`schema`'s order), ``(dtype, shape)`` or
+                ``None``.
+        """
+        cdef Py_ssize_t slot, idx, begin, end, length, pos, size, k, col, ncol, i
+        cdef const unsigned char* row
+        cdef Columns cols
+        cdef cnp.npy_intp dims[_MAX_NDIM]
+        cdef int ndim = 0
+        cdef Py_ssize_t at = 0
+        if self.num_slots == 0 or self.pos >= self.rows.shape[0]:
+            return None
+        slot = 0 if self.one_slot else self.slots[self.pos]
+        idx = self.rows[self.pos]
+        if not _row_ok(self.bases[slot], self.sizes[slot], idx, self.samples[slot], &begin,
+                       &end):
+            return None
+        row = self.bases[slot] + begin
+        length = end - begin
+        cols = <Columns>self.columns[slot]
+        ncol = cols.fixed.shape[0]
+        if length < 4 * cols.num_var:
+            return None
+        pos = 4 * cols.num_var
+        k = 0
+        out = [None] * ncol
+        for col in range(ncol):
+            size = cols.fixed[col]
+            if size < 0:
+                size = _u32(row + 4 * k)
+                k += 1
+            if size > length - pos:
+                return None
+            if cols.kinds[col] == 4 and cols.arrays is not None:
+                dtype = _array_layout(<const char*>row + pos, size, cols.arrays[col], dims,
+                                      &ndim, &at)
+                if dtype is not None:
+                    out[col] = (dtype, tuple([dims[i] for i in range(ndim)]))
+            pos += size
+        return out
+
+    def take_columns(self, Py_ssize_t n, bint packed=False, list arrays=None,
+                     Py_ssize_t at=0):
+        """The next ``n`` rows' columns (fewer if fewer are left), a column at a time, made of
+        no object per row where it can: for columns of ``bytes`` (kind 0), ``str`` (1),
+        ``int`` (3) and ``ndarray`` (4) values.
+
+        ``bytes``/``str`` columns come as lists of the values, or ``packed``: ``(ends, data)``,
+        each value's end in ``data`` as native int64 bytes and the values' bytes one after
+        another (as :func:`streaming._kernels._collate.pack_text` packs them; what a DataLoader
+        worker sends on). ``int`` columns come as an int64 array. An ``ndarray`` column's
+        values are copied into rows ``at ..`` of ``arrays[col]`` (an array of the values'
+        dtype and ``(rows, *shape)``; see :meth:`array_specs`), and its entry is ``None``.
 
         Args:
             n (int): Rows to take.
+            packed (bool): Whether strings and bytes come packed. Defaults to ``False``.
+            arrays (list, optional): Per column, for ``ndarray`` ones, where its rows go
+                (required if there is one). Defaults to ``None``.
+            at (int): The row of ``arrays`` the first row goes to. Defaults to ``0``.
 
         Returns:
-            Optional[list]: Per column (in :meth:`schema`'s order), its packed values; or
-                ``None``, nothing taken, when any of those rows would decode otherwise: a
+            Optional[list]: Per column (in :meth:`schema`'s order), its values; or ``None``,
+                nothing taken nor written, when any of those rows would decode otherwise: a
                 column of another kind, a row or value that is not well formed (bad bounds,
-                text that is not UTF-8, an ``int`` of another size). :meth:`decode_columns`
-                then decodes them (and raises what :func:`next` raises).
+                text that is not UTF-8, an ``int`` of another size), an ``ndarray`` value this
+                kernel does not cut or of another dtype or shape than its array's, or an
+                array without room. :meth:`decode_columns` (or :func:`next`) then decodes
+                them, raising what :func:`next` raises.
 
         Raises:
             ValueError: The shards do not share their columns (see :meth:`schema`).
         """
         cdef Py_ssize_t stop, m, r, col, ncol, slot, idx, begin, end, length, pos, size, k
-        cdef Py_ssize_t num_var
+        cdef Py_ssize_t num_var, data_at = 0, i
         cdef const unsigned char* row
         cdef Columns cols
         cdef int64_t kind
+        cdef int ndim = 0
+        cdef cnp.npy_intp dims[_MAX_NDIM]
+        cdef cnp.ndarray target
+        cdef Py_ssize_t row_bytes
         if self.num_slots == 0:
             return []
         schema = self.schema()
         if schema is None:
-            raise ValueError("Rows.pack_columns: the shards' columns differ")
+            raise ValueError("Rows.take_columns: the shards' columns differ")
         kinds = schema[1]
         ncol = len(kinds)
-        for kind in kinds:
-            if kind != 0 and kind != 1 and not (kind == 3 and _NATIVE_LE):
-                return None
         stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
         m = stop - self.pos
+        for col in range(ncol):
+            kind = kinds[col]
+            if kind == 3 and not _NATIVE_LE:
+                return None
+            if kind == 4:
+                target = arrays[col] if arrays is not None and col < len(arrays) else None
+                if target is None or not cnp.PyArray_IS_C_CONTIGUOUS(target) \
+                        or not cnp.PyArray_ISWRITEABLE(target) or cnp.PyArray_NDIM(target) < 2 \
+                        or at < 0 or cnp.PyArray_DIMS(target)[0] - at < m:
+                    return None
+            elif kind != 0 and kind != 1 and kind != 3:
+                return None
         cdef int64_t* totals = <int64_t*>PyMem_Malloc((ncol + 1) * sizeof(int64_t))
         # Per row and column, where the value's bytes are (read again by the second pass).
         cdef const unsigned char** src = <const unsigned char**>PyMem_Malloc(
             (m * ncol + 1) * sizeof(const unsigned char*))
         cdef list out = [None] * ncol
         cdef list ends = [None] * ncol
+        cdef list known = [None] * ncol
         cdef int64_t** end_of = <int64_t**>PyMem_Malloc((ncol + 1) * sizeof(int64_t*))
         cdef char* dst
         try:
@@ -695,12 +785,14 @@ cdef class Rows:
                 raise MemoryError()
             for col in range(ncol):
                 totals[col] = 0
+                end_of[col] = NULL
                 if kinds[col] == 3:
                     out[col] = np.empty(m, np.int64)
                     end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>out[col])
-                else:
-                    ends[col] = PyBytes_FromStringAndSize(NULL, m * sizeof(int64_t))
-                    end_of[col] = <int64_t*>PyBytes_AS_STRING(ends[col])
+                elif kinds[col] != 4:
+                    ends[col] = np.empty(m, np.int64)
+                    end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>ends[col])
+            # Pass 1: every row checked (nothing taken or written unless all pass).
             for r in range(m):
                 slot = 0 if self.one_slot else self.slots[self.pos + r]
                 idx = self.rows[self.pos + r]
@@ -727,6 +819,23 @@ cdef class Rows:
                         if size < 8:
                             return None
                         memcpy(&end_of[col][r], row + pos, 8)
+                    elif kind == 4:
+                        target = <cnp.ndarray>arrays[col]
+                        if cols.arrays is None:
+                            return None
+                        dtype = _array_layout(<const char*>row + pos, size, cols.arrays[col],
+                                              dims, &ndim, &data_at)
+                        if dtype is None or ndim != cnp.PyArray_NDIM(target) - 1:
+                            return None
+                        if dtype is not known[col]:  # (dtypes are shared objects: once a run)
+                            if not cnp.PyArray_EquivTypes(
+                                    <cnp.dtype>dtype, <cnp.dtype>cnp.PyArray_DESCR(target)):
+                                return None
+                            known[col] = dtype
+                        for i in range(ndim):
+                            if dims[i] != cnp.PyArray_DIMS(target)[i + 1]:
+                                return None
+                        src[r * ncol + col] = row + pos + data_at
                     else:
                         if kind == 1 and not ss_utf8_ok(row + pos, size):
                             return None
@@ -734,17 +843,40 @@ cdef class Rows:
                         totals[col] += size
                         end_of[col][r] = totals[col]
                     pos += size
+            # Pass 2: the values.
             for col in range(ncol):
-                if kinds[col] == 3:
+                kind = kinds[col]
+                if kind == 3:
                     continue
-                data = PyBytes_FromStringAndSize(NULL, totals[col])
-                dst = PyBytes_AS_STRING(data)
+                if kind == 4:
+                    target = <cnp.ndarray>arrays[col]
+                    row_bytes = cnp.PyArray_NBYTES(target) // cnp.PyArray_DIMS(target)[0]
+                    dst = <char*>cnp.PyArray_DATA(target) + at * row_bytes
+                    for r in range(m):
+                        memcpy(dst + r * row_bytes, src[r * ncol + col], row_bytes)
+                    continue
+                if packed:
+                    data = PyBytes_FromStringAndSize(NULL, totals[col])
+                    dst = PyBytes_AS_STRING(data)
+                    begin = 0
+                    for r in range(m):
+                        end = end_of[col][r]
+                        memcpy(dst + begin, src[r * ncol + col], end - begin)
+                        begin = end
+                    out[col] = (ends[col].tobytes(), data)
+                    continue
+                values = [None] * m
                 begin = 0
                 for r in range(m):
                     end = end_of[col][r]
-                    memcpy(dst + begin, src[r * ncol + col], end - begin)
+                    if kind == 0:
+                        values[r] = PyBytes_FromStringAndSize(<const char*>src[r * ncol + col],
+                                                              end - begin)
+                    else:  # (checked UTF-8 above)
+                        values[r] = PyUnicode_DecodeUTF8(<const char*>src[r * ncol + col],
+                                                         end - begin, "strict")
                     begin = end
-                out[col] = (ends[col], data)
+                out[col] = values
             self.pos = stop
             return out
         finally:

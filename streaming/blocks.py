@@ -12,6 +12,7 @@ is made per row there, only in the main process that unpickles them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import chain, islice
 from typing import Any, Iterator
 
@@ -22,9 +23,12 @@ from streaming._kernels import _collate, _mds
 __all__ = ["LIGHT_KINDS", "BlockReader", "PackedText", "as_samples", "blocks_of", "head",
            "listed"]
 
-# MDS column kinds (streaming._kernels._mds) whose values are only ``bytes`` (0), ``str`` (1)
-# and ``int`` (3): what torch's default_collate keeps as a list, or makes an int64 tensor of.
-LIGHT_KINDS = frozenset({0, 1, 3})
+# MDS column kinds (streaming._kernels._mds) whose values are only ``bytes`` (0), ``str`` (1),
+# ``int`` (3) and ``ndarray`` (4): what torch's default_collate keeps as a list, or makes an
+# int64 tensor of, or stacks (an ndarray column is taken as columns only while its values
+# share a dtype and shape: see BlockReader.take).
+LIGHT_KINDS = frozenset({0, 1, 3, 4})
+ARRAY_KIND = 4
 
 
 class BlockReader:
@@ -33,15 +37,23 @@ class BlockReader:
     Args:
         blocks (Iterator[Iterator[Any]]): The blocks (each an iterator of samples, consumed
             before the next is asked for).
-        packed (bool): Whether :meth:`take` may give columns packed (see
-            :meth:`~streaming._kernels._mds.Rows.pack_columns`): a ``str`` or ``bytes``
-            column as a :class:`PackedText`, an ``int`` one as an int64 array. Defaults to
-            ``False``: lists of the values.
+        packed (bool): Whether :meth:`take` gives ``str`` and ``bytes`` columns packed (see
+            :meth:`~streaming._kernels._mds.Rows.take_columns`), as :class:`PackedText`.
+            Defaults to ``False``: lists of the values.
+        alloc (Callable, optional): Where a take's arrays of ``ndarray`` rows are made
+            (``alloc(shape, dtype)``, ``None`` when it cannot; see
+            :meth:`~streaming.batch_ring.Ring.array`), else new arrays. Defaults to ``None``.
+        free (Callable, optional): Gives back an array ``alloc`` made that a take did not
+            use in the end. Defaults to ``None``.
     """
 
-    def __init__(self, blocks: Iterator[Any], packed: bool = False) -> None:
+    def __init__(self, blocks: Iterator[Any], packed: bool = False,
+                 alloc: Callable[[tuple[int, ...], np.dtype], np.ndarray | None] | None = None,
+                 free: Callable[[np.ndarray], None] | None = None) -> None:
         self._blocks = blocks
         self._packed = packed
+        self._alloc = alloc
+        self._free = free
         self._block: Any = None
         self._schema: tuple[tuple[Any, ...], tuple[int, ...]] | None = None
         self._pending: list[Any] = []  # samples taken from a block to look ahead
@@ -101,50 +113,97 @@ class BlockReader:
         Returns:
             Tuple[Optional[tuple], list]: ``((names, kinds), columns)``: the samples' keys (in
                 every sample exactly these, in this order), their :data:`LIGHT_KINDS` kinds
-                (all of a key's values are ``bytes``, ``str`` or ``int`` by it) and, per key,
-                its values in a list; or ``(None, samples)``.
+                and, per key, its values: for ``bytes``/``str`` a list (or a
+                :class:`PackedText`), for ``int`` an int64 array (or a list), for ``ndarray``
+                one array of the rows stacked (all of one dtype and shape); or
+                ``(None, samples)``.
         """
         pieces: list[tuple[Any, list[Any]]] = []
         left = n
+        arrays: list[Any] | None = None  # a take's stacked rows, per ndarray column
+        filled = 0
         if self._pending and left:
             taken, self._pending = self._pending[:left], self._pending[left:]
             pieces.append((None, taken))
             left -= len(taken)
-        while left > 0:
-            block = self._current()
-            if block is None:
-                break
-            if self._schema is not None:
-                columns = block.pack_columns(left) if self._packed else None
-                if columns is None:
-                    columns = block.decode_columns(left)
+        try:
+            while left > 0:
+                block = self._current()
+                if block is None:
+                    break
+                columns = None
+                schema = self._schema
+                before = len(block) if schema is not None else 0
+                if schema is not None:
+                    stacks = ARRAY_KIND in schema[1]
+                    if stacks and not pieces:  # (arrays for the whole take, made once)
+                        arrays = self._new_arrays(block, schema, n)
+                    if not stacks or arrays is not None:
+                        columns = block.take_columns(left, self._packed, arrays, filled)
+                    if columns is None and not stacks:
+                        columns = block.decode_columns(left)
+                if columns is not None:
+                    count = before - len(block)
+                    columns = [arrays[at][filled:filled + count] if kind == ARRAY_KIND else
+                               PackedText(*column, kind == 1) if type(column) is tuple else
+                               column for at, (kind, column) in enumerate(zip(schema[1],
+                                                                              columns))]
+                    pieces.append((schema, columns))
+                    filled += count
+                    left -= count
+                    if not len(block):
+                        self._block = None
                 else:
-                    columns = [PackedText(*column, kind == 1) if type(column) is tuple
-                               else column for kind, column in zip(self._schema[1], columns)]
-                pieces.append((self._schema, columns))
-                left -= len(columns[0])
-                if not len(block):
-                    self._block = None
-            else:
-                samples = list(islice(block, left))
-                pieces.append((None, samples))
-                if len(samples) < left:
-                    self._block = None
-                left -= len(samples)
+                    samples = list(islice(block, left))
+                    pieces.append((None, samples))
+                    if len(samples) < left:
+                        self._block = None
+                    left -= len(samples)
+        except BaseException:
+            self._give_back(arrays)
+            raise
         schemas = {schema for schema, _ in pieces}
         if len(schemas) == 1 and None not in schemas:
             schema = pieces[0][0]
             if len(pieces) == 1:
                 return schema, pieces[0][1]
-            return schema, [_join([columns[at] for _, columns in pieces])
-                            for at in range(len(schema[0]))]
+            return schema, [arrays[at][:filled] if kind == ARRAY_KIND else
+                            _join([columns[at] for _, columns in pieces])
+                            for at, kind in enumerate(schema[1])]
         samples = []
         for schema, data in pieces:
             if schema is None:
                 samples += data
             else:
                 samples += as_samples(schema[0], data)
+        self._give_back(arrays)  # (rows copied out of them)
         return None, samples
+
+    def _new_arrays(self, block: Any, schema: tuple[tuple[Any, ...], tuple[int, ...]],
+                    n: int) -> list[Any] | None:
+        """Arrays for ``n`` rows of each ndarray column, shaped as the block's next row's
+        values (``None`` where there is no column of arrays to make)."""
+        specs = block.array_specs()
+        if specs is None:
+            return None
+        arrays: list[Any] = [None] * len(specs)
+        for at, kind in enumerate(schema[1]):
+            if kind != ARRAY_KIND:
+                continue
+            if specs[at] is None:
+                self._give_back(arrays)
+                return None
+            dtype, shape = specs[at]
+            made = None if self._alloc is None else self._alloc((n, *shape), dtype)
+            arrays[at] = made if made is not None else np.empty((n, *shape), dtype)
+        return arrays
+
+    def _give_back(self, arrays: list[Any] | None) -> None:
+        """Give back the arrays a take made with ``alloc`` (it did not use them)."""
+        if arrays is not None and self._free is not None:
+            for array in arrays:
+                if array is not None:
+                    self._free(array)
 
     def samples(self) -> Iterator[Any]:
         """Every sample not taken yet, one at a time.
@@ -224,8 +283,8 @@ def listed(column: Any) -> list[Any]:
     """
     if type(column) is PackedText:
         return column.values()
-    if type(column) is np.ndarray:
-        return column.tolist()
+    if type(column) is np.ndarray:  # ints, or rows of arrays (each its own, as decoded)
+        return column.tolist() if column.ndim == 1 else [row.copy() for row in column]
     return column
 
 

@@ -12,7 +12,7 @@ from torch import Tensor
 from torch.utils.data._utils import collate as torch_collate
 
 from streaming._kernels import _collate
-from streaming.blocks import BlockReader, PackedText, as_samples, blocks_of, head
+from streaming.blocks import ARRAY_KIND, BlockReader, PackedText, as_samples, blocks_of, head
 
 __all__ = ["collate_batch", "collate_columns", "collated_batches", "column_chunks", "light_reader",
            "light_sample", "split_columns", "stock_registry", "typed_columns"]
@@ -100,7 +100,8 @@ def stock_registry(registry: dict[Any, Any]) -> bool:
             and not any(isinstance(key, tuple) and issubclass(dict, key) for key in registry))
 
 
-def light_reader(dataset: Any, packed: bool = False) -> tuple[BlockReader, bool]:
+def light_reader(dataset: Any, packed: bool = False, alloc: Alloc | None = None,
+                 free: Callable[[np.ndarray], None] | None = None) -> tuple[BlockReader, bool]:
     """A reader of ``dataset``'s samples (:class:`~streaming.blocks.BlockReader`), and whether
     they are small rows that :func:`column_chunks` collates a column at a time (told by the
     first block's columns, or else by the first sample: :func:`light_sample`).
@@ -110,11 +111,15 @@ def light_reader(dataset: Any, packed: bool = False) -> tuple[BlockReader, bool]
         packed (bool): Whether columns may come packed (see
             :class:`~streaming.blocks.BlockReader`): for batches that are pickled, not used,
             where they are made. Defaults to ``False``.
+        alloc (Callable, optional): Where stacked rows of arrays are made (see
+            :class:`~streaming.blocks.BlockReader`). Defaults to ``None``.
+        free (Callable, optional): Gives back what ``alloc`` made and was not used.
+            Defaults to ``None``.
 
     Returns:
         Tuple[BlockReader, bool]: The reader (nothing taken yet), and whether its rows are light.
     """
-    reader = BlockReader(blocks_of(dataset), packed)
+    reader = BlockReader(blocks_of(dataset), packed, alloc, free)
     light = reader.light()
     if light is None:
         light = reader.more() and light_sample(reader.peek())
@@ -122,7 +127,8 @@ def light_reader(dataset: Any, packed: bool = False) -> tuple[BlockReader, bool]
 
 
 def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: int,
-                  most_bytes: int) -> Iterator[tuple[dict[Any, Any] | None, list[Any], bool]]:
+                  most_bytes: int, alloc: Alloc | None = None
+                  ) -> Iterator[tuple[dict[Any, Any] | None, list[Any], bool]]:
     """Batch light samples as torch's loader batches an iterable dataset (as
     :func:`collated_batches`), several batches at a time, each time collated a column at a time
     (:func:`collate_columns`, or :func:`typed_columns` of rows decoded so), else batch by batch.
@@ -133,8 +139,10 @@ def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: i
         drop_last (bool): Whether to drop the last batch if it is short.
         most (int): Most batches at a time: 1, 2, 4, ... up to this many (the first batch
             comes at once).
-        most_bytes (int): Bytes of strings at a time (estimated by a batch) past which the
-            batches at a time grow no more.
+        most_bytes (int): Bytes of strings and arrays at a time (estimated by a batch) past
+            which the batches at a time grow no more.
+        alloc (Callable, optional): Where batches collated one by one make their stacked
+            arrays (see :func:`collate_batch`). Defaults to ``None``.
 
     Returns:
         Iterator[Tuple[Optional[dict], list, bool]]: ``(columns, [], last)`` (the batches of
@@ -157,21 +165,23 @@ def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: i
             yield columns, [], last
         else:  # (no samples, or not all light ones: each batch as usual)
             samples = as_samples(schema[0], data) if schema is not None else data
-            yield None, [collate_batch(samples[at:at + batch_size])
+            yield None, [collate_batch(samples[at:at + batch_size], None, alloc)
                          for at in range(0, count, batch_size)], last
         if last:
             return
         # Bytes of a batch of strings, told by the first batch.
-        held = sum(_text_bytes(column, batch_size) for column in (columns or {}).values())
+        held = sum(_batch_bytes(column, batch_size) for column in (columns or {}).values())
         size = min(2 * size, most, max(1, most_bytes // held) if held else most)
 
 
-def _text_bytes(column: Any, count: int) -> int:
-    """Size of a column's first ``count`` strings or bytes (characters of ``str`` values);
-    0 for a tensor."""
+def _batch_bytes(column: Any, count: int) -> int:
+    """Size of a column's first ``count`` values: strings or bytes (characters of ``str``
+    values), or a tensor's rows."""
     if type(column) is PackedText:
         return column.nbytes(count)
-    return sum(map(len, column[:count])) if type(column) is list else 0
+    if type(column) is list:
+        return sum(map(len, column[:count]))
+    return column[:count].numel() * column.element_size()
 
 
 def light_sample(sample: Any) -> bool:
@@ -248,15 +258,17 @@ def typed_columns(schema: tuple[tuple[Any, ...], tuple[int, ...]],
 
     Args:
         schema (Tuple[tuple, tuple]): The column names and their kinds (``3``: ``int``
-            values; ``0``, ``1``: ``bytes``, ``str``).
+            values; ``0``, ``1``: ``bytes``, ``str``; ``4``: arrays of one dtype and shape).
         values (List[Any]): Per column, its values: a list, or packed (an int64 array, a
-            :class:`~streaming.blocks.PackedText`, kept as it is).
+            :class:`~streaming.blocks.PackedText`, kept as it is), or for arrays their rows
+            stacked.
 
     Returns:
         Dict[Any, Any]: The columns.
     """
     names, kinds = schema
-    return {name: _int_column(column) if kind == 3 else column
+    return {name: _int_column(column) if kind == 3 else
+            torch.from_numpy(column) if kind == ARRAY_KIND else column
             for name, kind, column in zip(names, kinds, values)}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
+from functools import partial
 from typing import Any, Iterator
 
 import numpy as np
@@ -292,6 +293,13 @@ def _give_back(ring: Ring, batch: Any) -> None:
     _walk(batch, free)
 
 
+def _free_array(ring: Ring, array: np.ndarray) -> None:
+    """Free the ring slots of an array :meth:`Ring.array` made that will not be sent."""
+    at = ring.where(array.ctypes.data, array.nbytes)
+    if at is not None:
+        ring.release(at, array.nbytes)
+
+
 def _array_bytes(data: Any) -> int:
     """Bytes of the tensors at the top of a collated batch (a dict, list or tuple of them)."""
     values = data.values() if type(data) is dict else data if type(data) in (list, tuple) \
@@ -340,15 +348,16 @@ class ChunkedBatches(IterableDataset):
         ring = None
         if info is not None and self.rings is not None and worker < len(self.rings):
             ring = self.rings[worker]
+        alloc = None if ring is None else ring.array  # stacked arrays made in the ring
+        free = None if ring is None else partial(_free_array, ring)
         # Packed: the columns' values are made where the chunks are unpickled, not here too.
-        reader, light = light_reader(self.dataset, packed=True)
-        if light:  # (small rows: whole chunks collated a column at a time)
+        reader, light = light_reader(self.dataset, True, alloc, free)
+        if light:  # (rows of light columns: whole chunks collated a column at a time)
             for columns, batches, last in column_chunks(reader, self.batch_size, self.drop_last,
-                                                        MOST_BATCHES, CHUNK_BYTES):
+                                                        MOST_BATCHES, CHUNK_BYTES, alloc):
                 yield Chunk(worker, batches, last, ring) if columns is None else \
                     Chunk(worker, [columns], last, ring, self.batch_size)
             return
-        alloc = None if ring is None else ring.array  # stacked arrays made in the ring
         batches = collated_batches(reader.samples(), self.batch_size, self.drop_last, alloc)
         ahead = chunk = None
         try:

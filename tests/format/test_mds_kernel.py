@@ -416,17 +416,17 @@ def light_shards(draw):
 
 
 def _unpacked(kinds, packed) -> list:
-    return [column.tolist() if kind == 3 else
+    return [column.tolist() if kind == 3 else column if type(column) is list else
             _collate.unpack_text(column[0], column[1], kind == 1)
             for kind, column in zip(kinds, packed)]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(light_shards(), st.data())
-def test_packed_columns_are_the_decoded_columns_or_none(shard, data) -> None:
-    # Two shards sharing their columns, rows taken a few at a time: packed, the columns hold
-    # exactly the values decode_columns makes; where any row would decode otherwise, nothing
-    # is taken and decode_columns takes over (raising what next() raises).
+@given(light_shards(), st.data(), st.booleans())
+def test_taken_columns_are_the_decoded_columns_or_none(shard, data, pack) -> None:
+    # Two shards sharing their columns, rows taken a few at a time: taken (packed or not),
+    # the columns hold exactly the values decode_columns makes; where any row would decode
+    # otherwise, nothing is taken and decode_columns takes over (raising what next() raises).
     names, kinds, fixed, rows = shard
     buf = _shard(rows)
     decoders = tuple(lambda b: int.from_bytes(b, "little") for _ in names)
@@ -441,7 +441,7 @@ def test_packed_columns_are_the_decoded_columns_or_none(shard, data) -> None:
     while True:
         step = data.draw(st.integers(0, 5))
         left = len(packed_it)
-        packed = packed_it.pack_columns(step)
+        packed = packed_it.take_columns(step, pack)
         want = _outcome(plain_it.decode_columns, step)
         if packed is None:
             assert len(packed_it) == left  # nothing taken
@@ -450,24 +450,26 @@ def test_packed_columns_are_the_decoded_columns_or_none(shard, data) -> None:
             assert want[0] == "ok"
             assert _unpacked(kinds.tolist(), packed) == want[1]
             assert all(type(c) is np.ndarray and c.dtype == np.int64 if k == 3 else
-                       type(c) is tuple for k, c in zip(kinds.tolist(), packed))
+                       type(c) is (tuple if pack else list)
+                       for k, c in zip(kinds.tolist(), packed))
         if want[0] != "ok" or not left:
             return
         assert len(packed_it) == len(plain_it)
 
 
-def test_packed_columns_decline_other_kinds_and_need_shared_columns() -> None:
+def test_taken_columns_decline_other_kinds_and_need_shared_columns() -> None:
     buf = _shard([_row([b"ab"], [-1])])
     call = _mds.Columns(("c",), np.array([2], np.int64), _decoders(1), np.array([-1], np.int64))
     rows = _mds.Rows(((buf, 1, call, "a.mds"),), None, np.array([0], np.int64))
-    assert rows.pack_columns(1) is None and len(rows) == 1
+    assert rows.take_columns(1, True) is None and len(rows) == 1
+    assert rows.array_specs() == [None]
     assert rows.decode_columns(1) == [["6162"]]
     text = _mds.Columns(("c",), np.array([1], np.int64), _decoders(1), np.array([-1], np.int64))
     raw = _mds.Columns(("c",), np.array([0], np.int64), _decoders(1), np.array([-1], np.int64))
     rows = _mds.Rows(((buf, 1, text, "a.mds"), (buf, 1, raw, "b.mds")),
                      np.array([0, 1], np.int64), np.array([0, 0], np.int64))
     with pytest.raises(ValueError, match="columns differ"):
-        rows.pack_columns(2)
+        rows.take_columns(2)
 
 
 @settings(max_examples=500, deadline=None)
@@ -483,3 +485,85 @@ def test_utf8_check_accepts_what_python_decodes(data) -> None:
     except UnicodeDecodeError:
         ok = False
     assert _mds.utf8_ok(data) == ok
+
+
+def _array_value(shape: tuple, dtype: str, values: np.ndarray, code: bool, header: bool) -> bytes:
+    """An ``ndarray`` column value as the encoding writes it: dtype code and shape only where
+    the column's encoding does not fix them."""
+    head = b""
+    if code:
+        head += bytes([{"int32": 33, "uint8": 8, "float64": 66}[dtype]])
+    if header:
+        head += bytes([(len(shape) << 2) | 2]) + b"".join(
+            int(d).to_bytes(4, "little") for d in shape)
+    return head + values.astype(dtype).tobytes()
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.booleans(), st.booleans(), st.booleans())
+def test_array_columns_are_stacked_or_declined(data, fixed_dtype, fixed_shape, pack) -> None:
+    # Rows of an id, an ndarray and a text: the arrays are copied into rows ``at ..`` of the
+    # array given when every row's value has its dtype and shape; otherwise nothing is taken
+    # or written, and decode_columns decodes the rows as next() does.
+    dtypes = ["int32"] if fixed_dtype else data.draw(st.lists(
+        st.sampled_from(["int32", "uint8", "float64"]), min_size=1, max_size=2, unique=True))
+    shapes = [(3,)] if fixed_shape else data.draw(st.lists(
+        st.tuples(st.integers(1, 3), st.integers(1, 2)), min_size=1, max_size=2, unique=True))
+    spec = (np.dtype(dtypes[0]) if fixed_dtype else None,
+            tuple(shapes[0]) if fixed_shape else None)
+    cols = _mds.Columns(("id", "arr", "text"), np.array([3, 4, 1], np.int64),
+                        (bytes.hex, bytes.hex, bytes.hex), np.array([8, -1, -1], np.int64),
+                        (None, spec, None))
+    rows = []
+    for i in range(data.draw(st.integers(1, 6))):
+        dtype = data.draw(st.sampled_from(dtypes))
+        shape = data.draw(st.sampled_from(shapes))
+        value = _array_value(shape, dtype, np.arange(int(np.prod(shape))) + i,
+                             not fixed_dtype, not fixed_shape)
+        if data.draw(st.integers(0, 9)) == 0:
+            value = value[:-1]  # a size that does not match the shape: the decoder's
+        rows.append(_row([i.to_bytes(8, "little"), value, f"r{i}".encode()], [8, -1, -1]))
+    buf = _shard(rows)
+    source = ((buf, len(rows), cols, "a.mds"),)
+    at = np.arange(len(rows), dtype=np.int64)
+    taker, plain = _mds.Rows(source, None, at), _mds.Rows(source, None, at)
+    specs = taker.array_specs()
+    assert specs[0] is None and specs[2] is None
+    n = data.draw(st.integers(1, len(rows)))
+    offset = data.draw(st.integers(0, 2))
+    if specs[1] is None:
+        arrays = [None, np.zeros((n + offset, 3), np.int32), None]
+    else:
+        arrays = [None, np.zeros((n + offset, *specs[1][1]), specs[1][0]), None]
+    before = arrays[1].copy()
+    got = taker.take_columns(n, pack, arrays, offset)
+    want = _outcome(lambda: [next(plain) for _ in range(n)])
+    if got is None:
+        assert len(taker) == len(rows) and np.array_equal(arrays[1], before)
+        return
+    assert want[0] == "ok" and got[1] is None and len(taker) == len(rows) - n
+    for k, sample in enumerate(want[1]):
+        stacked = arrays[1][offset + k]
+        assert stacked.dtype == sample["arr"].dtype and np.array_equal(stacked, sample["arr"])
+    assert np.array_equal(arrays[1][:offset], before[:offset])
+    assert got[0].tolist() == [s["id"] for s in want[1]]
+    assert _unpacked([1], [got[2]]) == [[s["text"] for s in want[1]]]
+
+
+def test_array_columns_need_room_and_a_writable_array() -> None:
+    cols = _mds.Columns(("arr",), np.array([4], np.int64), (bytes.hex,), np.array([-1], np.int64),
+                        ((np.dtype("int32"), (2,)),))
+    buf = _shard([_row([np.arange(2, dtype=np.int32).tobytes()], [-1])] * 3)
+    rows = _mds.Rows(((buf, 3, cols, "a.mds"),), None, np.arange(3, dtype=np.int64))
+    assert rows.array_specs() == [(np.dtype("int32"), (2,))]
+    assert rows.take_columns(3, False, [np.zeros((2, 2), np.int32)]) is None  # no room
+    assert rows.take_columns(3, False, None) is None
+    frozen = np.zeros((3, 2), np.int32)
+    frozen.flags.writeable = False
+    assert rows.take_columns(3, False, [frozen]) is None
+    assert rows.take_columns(3, False, [np.zeros((3, 2), np.int64)]) is None  # another dtype
+    assert rows.take_columns(3, False, [np.zeros((3, 3), np.int32)]) is None  # another shape
+    out = np.zeros((4, 2), np.int32)
+    assert rows.take_columns(3, False, [out], 1) == [None]
+    assert out.tolist() == [[0, 0], [0, 1], [0, 1], [0, 1]] and len(rows) == 0
+    assert rows.array_specs() is None

@@ -140,14 +140,15 @@ def test_block_reader_takes_the_samples_over_any_blocks(kinds, takes, packed) ->
         assert len(part) == min(n, len(want) - len(got))
         if schema is not None:  # columns only over blocks decoded so, typed by their kinds
             assert schema == (("id", "text", "raw"), (3, 1, 0))
-            if packed:  # (columns over several blocks are packed together too)
-                assert type(data[0]) is np.ndarray and data[0].dtype == np.int64
+            # (ints as one int64 array; strings packed or listed, over several blocks too)
+            assert type(data[0]) is np.ndarray and data[0].dtype == np.int64
+            if packed:
                 assert type(data[1]) is PackedText and data[1].text
                 assert type(data[2]) is PackedText and not data[2].text
-                assert all(len(column) == len(part) for column in data)
             else:
-                assert all(type(v) is int for v in data[0])
                 assert all(type(v) is str for v in data[1])
+                assert all(type(v) is bytes for v in data[2])
+            assert all(len(column) == len(part) for column in data)
         got += part
     assert got + list(reader.samples()) == want
     assert not reader.more()
@@ -162,8 +163,13 @@ def test_light_reader_tells_rows_by_their_columns(request) -> None:
     assert schema == (("blob", "id", "text"), (0, 3, 1))  # (MDS keeps columns by name)
     assert as_samples(schema[0], data) + list(reader.samples()) == list(text)
     reader, light = light_reader(tokens)
-    assert not light  # (ndarray tokens)
-    assert [s["id"] for s in reader.samples()] == [s["id"] for s in tokens]
+    assert light and reader.light()  # (ndarray tokens too: stacked while they share a shape)
+    want = list(tokens)
+    schema, data = reader.take(10)
+    assert schema == (("id", "text", "tokens"), (3, 1, 4))
+    got = as_samples(schema[0], data) + list(reader.samples())
+    assert [s["id"] for s in got] == [s["id"] for s in want]
+    assert all(np.array_equal(a["tokens"], b["tokens"]) for a, b in zip(got, want))
     reader, light = light_reader([{"a": 1}, {"a": 2}])  # not a StreamingDataset: one block
     assert light and list(reader.samples()) == [{"a": 1}, {"a": 2}]
 

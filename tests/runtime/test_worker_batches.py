@@ -349,12 +349,19 @@ def test_batches_made_in_the_ring_and_freed_when_an_epoch_is_abandoned(token_dat
     assert all(ring.puts > 0 and not ring.used.any() for ring in rings)
 
 
+class _OwnItems(StreamingDataset):
+    """A dataset deciding its samples itself: its batches are collated one by one."""
+
+    def get_item(self, idx: int):
+        return super().get_item(idx)
+
+
 def test_a_closed_worker_loop_frees_the_batch_it_did_not_send(token_dataset, small_rings,
                                                                monkeypatch) -> None:
     info = type("Info", (), {"id": 0, "num_workers": 1, "seed": 0, "dataset": None})()
     monkeypatch.setattr(worker_batches, "get_worker_info", lambda: info)
     ring = Ring(8 * 1024)
-    chunks = ChunkedBatches(StreamingDataset(local=token_dataset, batch_size=8), 8, False)
+    chunks = ChunkedBatches(_OwnItems(local=token_dataset, batch_size=8), 8, False)
     chunks.rings = [ring]
     loop = iter(chunks)
     first = next(loop)  # one batch, and the next one made ahead: both stacked in the ring
@@ -366,6 +373,34 @@ def test_a_closed_worker_loop_frees_the_batch_it_did_not_send(token_dataset, sma
     assert int(ring.used.sum()) == 2  # (+ the slot of the ids, put in the ring with the chunk)
     _same(got.batches, first.batches)
     del got
+    assert int(ring.used.sum()) == 0
+
+
+def test_a_worker_stacks_token_columns_in_its_ring(token_dataset, small_rings,
+                                                   monkeypatch) -> None:
+    # Rows of one array shape: each chunk's tokens are stacked straight into the ring (the
+    # main process views them there); nothing is held between chunks, so closing the loop
+    # frees nothing, and the main process frees a chunk's slots once its batches are unused.
+    info = type("Info", (), {"id": 0, "num_workers": 1, "seed": 0, "dataset": None})()
+    monkeypatch.setattr(worker_batches, "get_worker_info", lambda: info)
+    ring = Ring(8 * 1024)
+    want = default_collate(list(islice(StreamingDataset(local=token_dataset, batch_size=8), 8)))
+    chunks = ChunkedBatches(StreamingDataset(local=token_dataset, batch_size=8), 8, False)
+    chunks.rings = [ring]
+    loop = iter(chunks)
+    first = next(loop)
+    assert first.split == 8
+    tokens = first.batches[0]["tokens"]
+    assert ring.where(tokens.data_ptr(), tokens.nbytes) is not None  # made in the ring
+    held = int(ring.used.sum())
+    assert held == -(-tokens.nbytes // 1024)
+    loop.close()
+    assert int(ring.used.sum()) == held  # (sent: the main process frees it)
+    got = pickle.loads(ForkingPickler.dumps(first))
+    assert ring.where(got.batches[0]["tokens"].data_ptr(), 1) is not None  # viewed, not copied
+    _same(got.batches[0], want)
+    del got, first, tokens
+    gc.collect()
     assert int(ring.used.sum()) == 0
 
 
