@@ -663,51 +663,72 @@ cdef class Rows:
             self._next_row(sink)
         return sink
 
+    cdef Columns _cut(self, Py_ssize_t at, const unsigned char** value, Py_ssize_t* size):
+        """Where each column's value of the row at position ``at`` is (``value[col]``,
+        ``size[col]``), and the row's columns; ``None`` if its bounds or sizes are bad."""
+        cdef Py_ssize_t slot, begin, end, length, pos, k, col
+        cdef const unsigned char* row
+        cdef Columns cols
+        slot = 0 if self.one_slot else self.slots[at]
+        if not _row_ok(self.bases[slot], self.sizes[slot], self.rows[at], self.samples[slot],
+                       &begin, &end):
+            return None
+        row = self.bases[slot] + begin
+        length = end - begin
+        cols = <Columns>self.columns[slot]
+        if length < 4 * cols.num_var:
+            return None
+        pos = 4 * cols.num_var
+        k = 0
+        for col in range(cols.fixed.shape[0]):
+            size[col] = cols.fixed[col]
+            if size[col] < 0:
+                size[col] = _u32(row + 4 * k)
+                k += 1
+            if size[col] > length - pos:
+                return None
+            value[col] = row + pos
+            pos += size[col]
+        return cols
+
     def array_specs(self):
         """What the next row's ``ndarray`` values are, per column: ``(dtype, shape)`` where
         this kernel cuts the value (see :meth:`take_columns`), else ``None`` (every column of
-        another kind too); ``None`` if no row is left or its bounds are bad.
+        another kind too); ``None`` if no row is left, its bounds are bad or the shards do not
+        share their columns.
 
         Returns:
             Optional[list]: Per column (in :meth:`schema`'s order), ``(dtype, shape)`` or
                 ``None``.
         """
-        cdef Py_ssize_t slot, idx, begin, end, length, pos, size, k, col, ncol, i
-        cdef const unsigned char* row
+        cdef Py_ssize_t col, ncol, i
         cdef Columns cols
         cdef cnp.npy_intp dims[_MAX_NDIM]
         cdef int ndim = 0
         cdef Py_ssize_t at = 0
-        if self.num_slots == 0 or self.pos >= self.rows.shape[0]:
-            return None
-        slot = 0 if self.one_slot else self.slots[self.pos]
-        idx = self.rows[self.pos]
-        if not _row_ok(self.bases[slot], self.sizes[slot], idx, self.samples[slot], &begin,
-                       &end):
-            return None
-        row = self.bases[slot] + begin
-        length = end - begin
-        cols = <Columns>self.columns[slot]
-        ncol = cols.fixed.shape[0]
-        if length < 4 * cols.num_var:
-            return None
-        pos = 4 * cols.num_var
-        k = 0
-        out = [None] * ncol
-        for col in range(ncol):
-            size = cols.fixed[col]
-            if size < 0:
-                size = _u32(row + 4 * k)
-                k += 1
-            if size > length - pos:
+        if self.num_slots == 0 or self.pos >= self.rows.shape[0] or self.schema() is None:
+            return None  # (shards sharing their columns: each row has ncol values)
+        ncol = (<Columns>self.columns[0]).fixed.shape[0]
+        cdef const unsigned char** value = <const unsigned char**>PyMem_Malloc(
+            (ncol + 1) * sizeof(const unsigned char*))
+        cdef Py_ssize_t* size = <Py_ssize_t*>PyMem_Malloc((ncol + 1) * sizeof(Py_ssize_t))
+        try:
+            if value == NULL or size == NULL:
+                raise MemoryError()
+            cols = self._cut(self.pos, value, size)
+            if cols is None:
                 return None
-            if cols.kinds[col] == 4 and cols.arrays is not None:
-                dtype = _array_layout(<const char*>row + pos, size, cols.arrays[col], dims,
-                                      &ndim, &at)
-                if dtype is not None:
-                    out[col] = (dtype, tuple([dims[i] for i in range(ndim)]))
-            pos += size
-        return out
+            out = [None] * cols.fixed.shape[0]
+            for col in range(cols.fixed.shape[0]):
+                if cols.kinds[col] == 4 and cols.arrays is not None:
+                    dtype = _array_layout(<const char*>value[col], size[col], cols.arrays[col],
+                                          dims, &ndim, &at)
+                    if dtype is not None:
+                        out[col] = (dtype, tuple([dims[i] for i in range(ndim)]))
+            return out
+        finally:
+            PyMem_Free(value)
+            PyMem_Free(size)
 
     def take_columns(self, Py_ssize_t n, bint packed=False, list arrays=None,
                      Py_ssize_t at=0):
@@ -741,9 +762,8 @@ cdef class Rows:
         Raises:
             ValueError: The shards do not share their columns (see :meth:`schema`).
         """
-        cdef Py_ssize_t stop, m, r, col, ncol, slot, idx, begin, end, length, pos, size, k
-        cdef Py_ssize_t num_var, data_at = 0, i
-        cdef const unsigned char* row
+        cdef Py_ssize_t stop, m, r, col, ncol, begin, end, size, data_at = 0, i
+        cdef const unsigned char* value
         cdef Columns cols
         cdef int64_t kind
         cdef int ndim = 0
@@ -779,9 +799,10 @@ cdef class Rows:
         cdef list ends = [None] * ncol
         cdef list known = [None] * ncol
         cdef int64_t** end_of = <int64_t**>PyMem_Malloc((ncol + 1) * sizeof(int64_t*))
+        cdef Py_ssize_t* sizes = <Py_ssize_t*>PyMem_Malloc((ncol + 1) * sizeof(Py_ssize_t))
         cdef char* dst
         try:
-            if totals == NULL or src == NULL or end_of == NULL:
+            if totals == NULL or src == NULL or end_of == NULL or sizes == NULL:
                 raise MemoryError()
             for col in range(ncol):
                 totals[col] = 0
@@ -794,36 +815,22 @@ cdef class Rows:
                     end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>ends[col])
             # Pass 1: every row checked (nothing taken or written unless all pass).
             for r in range(m):
-                slot = 0 if self.one_slot else self.slots[self.pos + r]
-                idx = self.rows[self.pos + r]
-                if not _row_ok(self.bases[slot], self.sizes[slot], idx, self.samples[slot],
-                               &begin, &end):
+                cols = self._cut(self.pos + r, &src[r * ncol], sizes)
+                if cols is None:
                     return None
-                row = self.bases[slot] + begin
-                length = end - begin
-                cols = <Columns>self.columns[slot]
-                num_var = cols.num_var
-                if length < 4 * num_var:
-                    return None
-                pos = 4 * num_var
-                k = 0
                 for col in range(ncol):
-                    size = cols.fixed[col]
-                    if size < 0:
-                        size = _u32(row + 4 * k)
-                        k += 1
-                    if size > length - pos:
-                        return None
+                    size = sizes[col]
+                    value = src[r * ncol + col]
                     kind = cols.kinds[col]
                     if kind == 3:
                         if size < 8:
                             return None
-                        memcpy(&end_of[col][r], row + pos, 8)
+                        memcpy(&end_of[col][r], value, 8)
                     elif kind == 4:
                         target = <cnp.ndarray>arrays[col]
                         if cols.arrays is None:
                             return None
-                        dtype = _array_layout(<const char*>row + pos, size, cols.arrays[col],
+                        dtype = _array_layout(<const char*>value, size, cols.arrays[col],
                                               dims, &ndim, &data_at)
                         if dtype is None or ndim != cnp.PyArray_NDIM(target) - 1:
                             return None
@@ -835,14 +842,12 @@ cdef class Rows:
                         for i in range(ndim):
                             if dims[i] != cnp.PyArray_DIMS(target)[i + 1]:
                                 return None
-                        src[r * ncol + col] = row + pos + data_at
+                        src[r * ncol + col] = value + data_at
                     else:
-                        if kind == 1 and not ss_utf8_ok(row + pos, size):
+                        if kind == 1 and not ss_utf8_ok(value, size):
                             return None
-                        src[r * ncol + col] = row + pos
                         totals[col] += size
                         end_of[col][r] = totals[col]
-                    pos += size
             # Pass 2: the values.
             for col in range(ncol):
                 kind = kinds[col]
@@ -883,3 +888,4 @@ cdef class Rows:
             PyMem_Free(totals)
             PyMem_Free(src)
             PyMem_Free(end_of)
+            PyMem_Free(sizes)

@@ -95,21 +95,29 @@ COLUMNS = st.lists(
 
 
 @st.composite
-def shards(draw):
-    cols = draw(COLUMNS)
+def shards(draw, kinds=(0, 1, 2), broken=False):
+    """Shards of columns of these kinds; ``broken``: sometimes not well formed too (text that
+    is random bytes, a size header past the row's end), and ints mostly 8 bytes."""
+    cols = draw(st.lists(st.tuples(st.sampled_from(kinds),
+                                   st.one_of(st.just(-1), st.integers(0, 10 if broken else 6))),
+                         min_size=1 if broken else 0, max_size=4 if broken else 5))
+    cols = [(kind, 8 if kind == 3 and draw(st.booleans()) else size) for kind, size in cols]
     names = tuple(f"c{i}" for i in range(len(cols)))
     kinds = np.array([k for k, _ in cols], np.int64)
     fixed = np.array([f for _, f in cols], np.int64)
     rows = []
-    for _ in range(draw(st.integers(0, 5))):
+    for _ in range(draw(st.integers(0, 6 if broken else 5))):
         values = []
         for kind, size in cols:
             n = size if size >= 0 else draw(st.integers(0, 12))
-            if kind == 1:
+            if kind == 1 and (not broken or draw(st.integers(0, 3))):
                 values.append(draw(st.text(max_size=n)).encode()[:n].ljust(n, b"a"))
             else:
                 values.append(draw(st.binary(min_size=n, max_size=n)))
-        rows.append(_row(values, list(fixed)))
+        row = _row(values, list(fixed))
+        if broken and (fixed < 0).any() and not draw(st.integers(0, 7)):
+            row = struct.pack("<I", 1 << 20) + row[4:]  # a size past the row's end
+        rows.append(row)
     return names, kinds, fixed, rows
 
 
@@ -239,6 +247,19 @@ def test_errors_name_the_file() -> None:
 # ---- lazy multi-shard row iteration (Rows) -------------------------------------------------
 
 
+def _two_shards_picked(shard, decoders, data) -> tuple:
+    """Two shards of ``shard``'s rows sharing their columns (as one stream's), and some picks
+    of (slot, row) among them (rows out of range too)."""
+    names, kinds, fixed, rows = shard
+    buf = _shard(rows)
+    sources = tuple((buf, len(rows), _mds.Columns(names, kinds, decoders, fixed), f"s{k}.mds")
+                    for k in range(2))
+    picks = data.draw(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, len(rows))),
+                               max_size=12))
+    return (sources, np.array([s for s, _ in picks], np.int64),
+            np.array([r for _, r in picks], np.int64))
+
+
 def _drain(rows_iter) -> list:
     out = []
     while True:
@@ -346,14 +367,7 @@ def test_columns_pickle_round_trip() -> None:
 def test_decode_columns_equals_the_rows_samples(shard, data) -> None:
     # Two shards sharing their columns (as one stream's), rows taken a few at a time.
     names, kinds, fixed, rows = shard
-    buf = _shard(rows)
-    decoders = _decoders(len(names))
-    sources = tuple((buf, len(rows), _mds.Columns(names, kinds, decoders, fixed), f"s{k}.mds")
-                    for k in range(2))
-    picks = data.draw(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, len(rows))),
-                               max_size=12))
-    slots = np.array([s for s, _ in picks], np.int64)
-    at = np.array([r for _, r in picks], np.int64)
+    sources, slots, at = _two_shards_picked(shard, _decoders(len(names)), data)
     want = _drain(_mds.Rows(sources, slots, at))
     it = _mds.Rows(sources, slots, at)
     assert it.schema() == (names, tuple(kinds.tolist()))
@@ -387,34 +401,6 @@ def test_decode_columns_needs_shared_columns() -> None:
 # ---- packed columns (what a DataLoader worker sends) ----------------------------------------
 
 
-@st.composite
-def light_shards(draw):
-    """Shards of bytes (0), str (1) and int (3) columns: mostly well formed, sometimes not
-    (text cut mid-character or random bytes, an int of another size, a size header past the
-    row's end)."""
-    cols = draw(st.lists(st.tuples(st.sampled_from([0, 1, 3]),
-                                   st.one_of(st.just(-1), st.integers(0, 10))),
-                         min_size=1, max_size=4))
-    cols = [(kind, 8 if kind == 3 and draw(st.booleans()) else size) for kind, size in cols]
-    names = tuple(f"c{i}" for i in range(len(cols)))
-    kinds = np.array([k for k, _ in cols], np.int64)
-    fixed = np.array([f for _, f in cols], np.int64)
-    rows = []
-    for _ in range(draw(st.integers(0, 6))):
-        values = []
-        for kind, size in cols:
-            n = size if size >= 0 else draw(st.integers(0, 12))
-            if kind == 1 and draw(st.integers(0, 3)):
-                values.append(draw(st.text(max_size=n)).encode()[:n].ljust(n, b"a"))
-            else:
-                values.append(draw(st.binary(min_size=n, max_size=n)))
-        row = _row(values, list(fixed))
-        if (fixed < 0).any() and not draw(st.integers(0, 7)):
-            row = struct.pack("<I", 1 << 20) + row[4:]  # a size past the row's end
-        rows.append(row)
-    return names, kinds, fixed, rows
-
-
 def _unpacked(kinds, packed) -> list:
     return [column.tolist() if kind == 3 else column if type(column) is list else
             _collate.unpack_text(column[0], column[1], kind == 1)
@@ -422,20 +408,14 @@ def _unpacked(kinds, packed) -> list:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(light_shards(), st.data(), st.booleans())
+@given(shards((0, 1, 3), broken=True), st.data(), st.booleans())
 def test_taken_columns_are_the_decoded_columns_or_none(shard, data, pack) -> None:
     # Two shards sharing their columns, rows taken a few at a time: taken (packed or not),
     # the columns hold exactly the values decode_columns makes; where any row would decode
     # otherwise, nothing is taken and decode_columns takes over (raising what next() raises).
     names, kinds, fixed, rows = shard
-    buf = _shard(rows)
     decoders = tuple(lambda b: int.from_bytes(b, "little") for _ in names)
-    sources = tuple((buf, len(rows), _mds.Columns(names, kinds, decoders, fixed), f"s{k}.mds")
-                    for k in range(2))
-    picks = data.draw(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, len(rows))),
-                               max_size=12))
-    slots = np.array([s for s, _ in picks], np.int64)
-    at = np.array([r for _, r in picks], np.int64)
+    sources, slots, at = _two_shards_picked(shard, decoders, data)
     packed_it = _mds.Rows(sources, slots, at)
     plain_it = _mds.Rows(sources, slots, at)
     while True:
