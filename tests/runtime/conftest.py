@@ -31,3 +31,16 @@ def text_dataset(tmp_path_factory) -> str:
             writer.write({"id": i - 100 if i % 7 else 2**62 + i, "text": "é" * (i % 3) + f"r{i}"
                           if i % 11 else "", "blob": bytes(range(i % 5))})
     return out
+
+
+@pytest.fixture(scope="session")
+def shaped_token_dataset(tmp_path_factory) -> str:
+    """200 rows of int32 tokens whose count changes every 8 rows (16, 17, 16, ...), an int id:
+    in order, each batch of 8 holds one shape, but the loaders' chunks of batches do not."""
+    out = str(tmp_path_factory.mktemp("shaped"))
+    with MDSWriter(out=out, columns={"tokens": "ndarray:int32", "id": "int"},
+                   size_limit=1 << 13) as writer:
+        for i in range(200):
+            width = 16 + (i // 8) % 2
+            writer.write({"tokens": np.arange(i, i + width, dtype=np.int32), "id": i})
+    return out

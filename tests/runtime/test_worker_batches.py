@@ -68,6 +68,43 @@ def test_worker_batches_equal_torch_loader(request, rows, num_workers, shuffle, 
     _same_epochs(fast, slow)
 
 
+def _until_error(loader) -> tuple[list, str | None]:
+    """The batches a loader yields, and the type of the error that ended it, if any."""
+    got = []
+    try:
+        for batch in loader:
+            got.append(batch)
+    except Exception as err:  # noqa: BLE001 - compared with torch's own loader's
+        return got, type(err).__name__
+    return got, None
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_token_rows_of_changing_shapes_equal_torch_loader(shaped_token_dataset, num_workers,
+                                                         shuffle) -> None:
+    # Token rows whose shape changes every 8 rows: a chunk of batches is stacked only while
+    # its rows share a shape, else its batches are collated one by one; in order every batch
+    # stacks as torch's does, shuffled torch's stack refuses a batch of two shapes and so do
+    # we (at most a chunk earlier: rows are read a chunk ahead).
+    def make(collate_fn=None):
+        ds = StreamingDataset(local=shaped_token_dataset, shuffle=shuffle, batch_size=8)
+        kwargs = {} if collate_fn is None else {"collate_fn": collate_fn}
+        return StreamingDataLoader(ds, batch_size=8, num_workers=num_workers, **kwargs)
+
+    got, got_error = _until_error(make())
+    want, want_error = _until_error(make(_torch_collate))
+    assert got_error == want_error
+    if want_error is None:
+        assert len(got) == len(want) == 25
+    else:
+        assert "RuntimeError" in want_error and len(got) <= len(want)
+        want = want[:len(got)]
+    _same(got, want)
+    if not shuffle:
+        assert want_error is None
+
+
 @pytest.mark.parametrize("rows", ["token_dataset", "text_dataset"])
 def test_persistent_workers_equal_torch_loader(request, rows) -> None:
     fast, slow = _pair(request.getfixturevalue(rows), num_workers=2, shuffle=True,
