@@ -155,33 +155,33 @@ def check_shard(const unsigned char[::1] buf not None, Py_ssize_t samples, str f
     return _u32(&buf[4])
 
 
-cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ssize_t size,
-                                                 Py_ssize_t idx, Py_ssize_t samples,
-                                                 str filename) except *:
-    cdef Py_ssize_t begin, end
-    if idx < 0 or idx >= samples:
-        raise IndexError(f"{filename}: relative sample index {idx} is out of range "
-                         f"[0, {samples})")
-    # The row's two offsets end at 4 + 4 * (idx + 2); computed that way it could wrap for a
-    # huge ``samples``.
-    if size < 12 or idx > (size - 12) // 4:
-        raise ValueError(f"{filename}: shard is truncated (offset table cut short)")
-    begin = _u32(buf + 4 + 4 * idx)
-    end = _u32(buf + 8 + 4 * idx)
-    if begin > end or end > size:
-        raise ValueError(f"{filename}: sample {idx} spans bytes [{begin}, {end}) which is not "
-                         f"inside the shard ({size} bytes)")
-    return begin, end
-
-
 cdef inline bint _row_ok(const unsigned char* buf, Py_ssize_t size, Py_ssize_t idx,
                         Py_ssize_t samples, Py_ssize_t* begin, Py_ssize_t* end) noexcept:
-    """:func:`_row_bounds` without raising: whether the row's bounds are good (then set)."""
+    """Whether row ``idx``'s bounds in the shard are good (``begin``/``end`` are set once the
+    offset table is known to hold them); :func:`_row_bounds` raises why they are not."""
+    # The row's two offsets end at 4 + 4 * (idx + 2); computed that way it could wrap for a
+    # huge ``samples``.
     if idx < 0 or idx >= samples or size < 12 or idx > (size - 12) // 4:
         return False
     begin[0] = _u32(buf + 4 + 4 * idx)
     end[0] = _u32(buf + 8 + 4 * idx)
     return begin[0] <= end[0] <= size
+
+
+cdef inline (Py_ssize_t, Py_ssize_t) _row_bounds(const unsigned char* buf, Py_ssize_t size,
+                                                 Py_ssize_t idx, Py_ssize_t samples,
+                                                 str filename) except *:
+    cdef Py_ssize_t begin, end
+    if _row_ok(buf, size, idx, samples, &begin, &end):
+        return begin, end
+    # Bad: say why.
+    if idx < 0 or idx >= samples:
+        raise IndexError(f"{filename}: relative sample index {idx} is out of range "
+                         f"[0, {samples})")
+    if size < 12 or idx > (size - 12) // 4:
+        raise ValueError(f"{filename}: shard is truncated (offset table cut short)")
+    raise ValueError(f"{filename}: sample {idx} spans bytes [{begin}, {end}) which is not "
+                     f"inside the shard ({size} bytes)")
 
 
 cdef inline const unsigned char* _base(const unsigned char[::1] buf):
@@ -344,6 +344,7 @@ cdef class Columns:
     """
 
     cdef tuple names
+    cdef tuple _schema
     cdef tuple decoders
     cdef tuple arrays
     cdef const int64_t[::1] kinds
@@ -385,11 +386,12 @@ cdef class Columns:
         for col in range(fixed.shape[0]):
             if fixed[col] < 0:
                 self.num_var += 1
+        self._schema = (names, tuple(np.asarray(kinds).tolist()))
 
     @property
     def schema(self):
         """``(names, kinds)``: the column names and kinds (see the class), as tuples."""
-        return self.names, tuple(np.asarray(self.kinds).tolist())
+        return self._schema
 
     def __reduce__(self):
         return Columns, (self.names, np.asarray(self.kinds), self.decoders,
@@ -542,6 +544,7 @@ cdef class Rows:
     cdef const int64_t[::1] rows
     cdef bint one_slot
     cdef Py_ssize_t pos
+    cdef object shared  # the shards' schema if they share it, else None (see schema)
 
     def __cinit__(self):
         self.num_slots = 0
@@ -554,6 +557,7 @@ cdef class Rows:
         cdef const unsigned char[::1] view
         cdef Py_ssize_t s
         self.num_slots = 0  # exhausted until fully set up (see __next__)
+        self.shared = None
         if n < 1:
             raise ValueError("Rows: no shards given")
         self.row_array = np.ascontiguousarray(rows, np.int64)
@@ -593,6 +597,8 @@ cdef class Rows:
             self.samples[i] = count
             self.columns.append(cols)
             self.filenames.append(str(filename))
+        first = (<Columns>self.columns[0]).schema
+        self.shared = first if all((<Columns>c).schema == first for c in self.columns) else None
         self.num_slots = n
         self.pos = 0
 
@@ -631,11 +637,7 @@ cdef class Rows:
         Returns:
             Optional[Tuple[tuple, tuple]]: ``(names, kinds)``, or ``None`` if shards differ.
         """
-        first = (<Columns>self.columns[0]).schema
-        for cols in self.columns[1:]:
-            if (<Columns>cols).schema != first:
-                return None
-        return first
+        return self.shared
 
     def decode_columns(self, Py_ssize_t n):
         """Decode the next ``n`` rows (fewer if fewer are left) a column at a time: each
@@ -811,8 +813,8 @@ cdef class Rows:
                     out[col] = np.empty(m, np.int64)
                     end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>out[col])
                 elif kinds[col] != 4:
-                    ends[col] = np.empty(m, np.int64)
-                    end_of[col] = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>ends[col])
+                    ends[col] = PyBytes_FromStringAndSize(NULL, m * sizeof(int64_t))
+                    end_of[col] = <int64_t*>PyBytes_AS_STRING(ends[col])
             # Pass 1: every row checked (nothing taken or written unless all pass).
             for r in range(m):
                 cols = self._cut(self.pos + r, &src[r * ncol], sizes)
@@ -868,7 +870,7 @@ cdef class Rows:
                         end = end_of[col][r]
                         memcpy(dst + begin, src[r * ncol + col], end - begin)
                         begin = end
-                    out[col] = (ends[col].tobytes(), data)
+                    out[col] = (ends[col], data)
                     continue
                 values = [None] * m
                 begin = 0

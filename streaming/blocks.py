@@ -5,9 +5,10 @@ its samples a block at a time; an MDS block (:class:`~streaming._kernels._mds.Ro
 decode its rows a column at a time, which skips a dict per sample and the Python loop that
 would gather the columns back out of them. :class:`BlockReader` takes ``n`` samples at a time
 over block boundaries: as columns when every block they come from has the same light columns
-(strings, bytes and ints, see :data:`LIGHT_KINDS`), as samples otherwise. A DataLoader worker,
-which only sends its columns on, takes them packed (:class:`PackedText`, int64 arrays): no value
-is made per row there, only in the main process that unpickles them.
+(strings, bytes, ints, and arrays of one dtype and shape, see :data:`LIGHT_KINDS`), as samples
+otherwise. A DataLoader worker, which only sends its columns on, takes strings and bytes packed
+(:class:`PackedText`): no value is made per row there, only in the main process that unpickles
+them.
 """
 
 from __future__ import annotations
@@ -236,7 +237,8 @@ def as_samples(names: tuple[Any, ...], columns: list[Any]) -> list[dict[Any, Any
 
 class PackedText:
     """A column of ``str`` (or ``bytes``) values kept as their bytes (made by
-    :meth:`~streaming._kernels._mds.Rows.pack_columns`): pickled as they are, unpickled as the
+    :meth:`~streaming._kernels._mds.Rows.take_columns` or
+    :func:`~streaming._kernels._collate.pack_text`): pickled as they are, unpickled as the
     list of the values (:func:`~streaming._kernels._collate.unpack_text`).
 
     Args:

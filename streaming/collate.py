@@ -169,7 +169,7 @@ def column_chunks(reader: BlockReader, batch_size: int, drop_last: bool, most: i
                          for at in range(0, count, batch_size)], last
         if last:
             return
-        # Bytes of a batch of strings, told by the first batch.
+        # Bytes of a batch of strings and arrays, told by the first batch.
         held = sum(_batch_bytes(column, batch_size) for column in (columns or {}).values())
         size = min(2 * size, most, max(1, most_bytes // held) if held else most)
 

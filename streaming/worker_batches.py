@@ -28,6 +28,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
 from streaming._kernels import _collate
 from streaming.batch_ring import ALIGN, Ring, ring_of
+from streaming.blocks import PackedText
 from streaming.collate import (
     collated_batches,
     column_chunks,
@@ -87,7 +88,7 @@ class Chunk:
         offset = [0]
         batches = self.batches
         if self.split is not None:  # (one item: the columns) strings and bytes go packed
-            batches = [{key: _Text(column) if type(column) is list else column
+            batches = [{key: _packed(column) if type(column) is list else column
                         for key, column in batches[0].items()}]
         skeleton = [_pack(batch, ring, arrays, offset) for batch in batches]
         token = None if ring is None else ring.token
@@ -122,22 +123,16 @@ class Chunk:
         return Chunk(self.worker, [pin_batch(batch) for batch in self.batches], self.last)
 
 
-class _Text:
-    """A column of strings or of bytes, pickled packed (:func:`~streaming._kernels._collate.
-    pack_text`: one buffer, not an opcode and a memo entry a value); unpickled, the list."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: list[Any]) -> None:
-        self.values = values
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        values = self.values
-        try:
-            ends, data = _collate.pack_text(values)
-        except (TypeError, UnicodeEncodeError):  # mixed, or a lone surrogate: value by value
-            return list, (values,)
-        return _collate.unpack_text, (ends, data, bool(values) and type(values[0]) is str)
+def _packed(values: list[Any]) -> Any:
+    """A column of strings or of bytes to pickle packed (a
+    :class:`~streaming.blocks.PackedText`: one buffer, not an opcode and a memo entry a value;
+    unpickled, the list), or the list itself when it does not pack (mixed types, a lone
+    surrogate: pickled value by value)."""
+    try:
+        ends, data = _collate.pack_text(values)
+    except (TypeError, UnicodeEncodeError):
+        return values
+    return PackedText(ends, data, bool(values) and type(values[0]) is str)
 
 
 class _SlotMark:
@@ -285,9 +280,8 @@ def _give_back(ring: Ring, batch: Any) -> None:
     """Free the ring slots of a batch's tensors made in the ring that will not be sent."""
     def free(data: Any) -> Any:
         array = _plain(data)
-        at = None if array is None else ring.where(data.data_ptr(), array.nbytes)
-        if at is not None:
-            ring.release(at, array.nbytes)
+        if array is not None:
+            _free_array(ring, array)
         return data
 
     _walk(batch, free)

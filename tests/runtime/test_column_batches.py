@@ -32,7 +32,7 @@ from streaming.collate import (
     light_reader,
     split_columns,
 )
-from streaming.worker_batches import Chunk, _Text
+from streaming.worker_batches import Chunk, _packed
 
 
 def _equal(a, b) -> None:
@@ -252,8 +252,9 @@ def test_chunks_of_columns_pickle_their_strings_packed() -> None:
     for cols in (columns, mixed):
         got = pickle.loads(ForkingPickler.dumps(Chunk(0, [cols], True, None, 4)))
         _same(got.batches, split_columns(cols, 4))
-    assert _Text(["a", "b"]).__reduce__()[0].__name__ == "unpack_text"
-    assert _Text(["a", b"b"]).__reduce__()[0] is list
+    assert _packed(["a", "b"]).__reduce__()[0].__name__ == "unpack_text"
+    mixed_values = ["a", b"b"]
+    assert _packed(mixed_values) is mixed_values  # (pickled value by value, as a list)
 
 
 # ---- the main process's heap while forked workers run ----
