@@ -132,9 +132,7 @@ def run_worker(
     cmd = [str(py), str(CASES / script), "--impl", impl, "--params", json.dumps(params)]
     full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
     full_env.pop("PYTHONPATH", None)
-    pycache = bytecode_of(impl)
-    if pycache is not None:
-        full_env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    compile_source_of(impl)
     try:
         proc = subprocess.run(
             cmd,
@@ -154,36 +152,39 @@ def run_worker(
 
 
 @functools.cache
-def bytecode_of(impl: str) -> Path | None:
-    """Bytecode of an implementation run from its source tree (the project's editable install),
-    compiled once into this run's temp dir; ``None`` for installed packages.
+def compile_source_of(impl: str) -> bool:
+    """Compile an implementation run from its source tree (the project's editable install)
+    once per run, writing its bytecode beside its modules as pip does for an installed
+    package; ``False`` (nothing done) for installed packages.
 
     pip writes every installed module's bytecode at install time, so the reference and the
     peers import compiled modules. An editable checkout has none (and workers never write any),
     so each worker would compile every module it imports from source, those imported lazily
-    inside the timings included (~10 ms of a 32,768-row epoch here). Compiled here, each
-    implementation imports as an installed one does.
+    inside the timings included (~10 ms of a 32,768-row epoch here). A ``PYTHONPYCACHEPREFIX``
+    is no substitute: Python then looks for every module's bytecode there only, so the
+    standard library's and torch's modules imported inside the timings (the DataLoader's
+    ``multiprocessing`` queues and ``popen_fork``, torch's profiler hooks) were compiled from
+    source in each project worker (~10 ms of time to first batch with 2 workers).
     """
     if impl not in ("project", "raw"):
-        return None
+        return False
     py = python_of(impl)
     if not py.exists():
-        return None
+        return False
     code = "import os, streaming; print(os.path.dirname(streaming.__file__))"
     try:
         package = subprocess.run([str(py), "-c", code], capture_output=True, text=True,
                                  check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
                                  ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return None
+        return False
     if "site-packages" in package:  # installed: it has its bytecode already
-        return None
-    prefix = Path(os.environ.get("BENCH_TMP", tempfile.gettempdir())) / "pycache-project"
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return False
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     subprocess.run([str(py), "-m", "compileall", "-q", package], capture_output=True,
                    env=env, check=False)
-    return prefix
+    return True
 
 
 def version_of(impl: str) -> str:
