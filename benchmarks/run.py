@@ -307,6 +307,10 @@ def plan_cases(args: argparse.Namespace, data: Data) -> list[tuple[str, str, dic
                 for shuffle in (False, True):
                     label = f"{kind} ({n}), {mode}, {'shuffled' if shuffle else 'in order'}"
                     cases.append(("iterate", label, {**params, "mode": mode, "shuffle": shuffle}))
+            for mode in ("dl0", "dl2"):  # a long run's steady state: no workers' start
+                label = f"{kind} ({n}), {mode}, in order, 2nd epoch (persistent workers)"
+                cases.append(("iterate", label, {**params, "mode": mode, "shuffle": False,
+                                                 "epochs": 2}))
             if kind == "tokens":  # rows that cost CPU (a transform): where workers can help
                 for mode in ("dl0", "dl2"):
                     label = f"{kind} ({n}), {mode}, in order, + {WORK_PASSES} SHA-256 passes/row"

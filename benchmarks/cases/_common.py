@@ -10,6 +10,7 @@ logs, warnings) is ignored by ``benchmarks/run.py``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -148,6 +149,28 @@ def emit(result: dict[str, Any]) -> None:
     """Print the one result line."""
     sys.stdout.flush()
     print(RESULT_PREFIX + json.dumps(result, default=float), flush=True)
+
+
+def collect_garbage() -> None:
+    """Run a full garbage collection, so that none is due when a timing starts.
+
+    Importing the libraries (torch alone tracks ~0.4M objects) leaves Python's collector with a
+    full collection due; it falls on the first few hundred objects allocated next, whoever
+    allocates them: inside the timings, ~60 ms here (half a 32,768-row token epoch), or not,
+    depending only on what was imported and how. Every implementation's timings start after
+    one (``timeit`` goes further and turns the collector off; here it stays on).
+    """
+    gc.collect()
+
+
+def start_clock() -> float:
+    """:func:`collect_garbage`, then ``time.perf_counter()``: where every timing starts.
+
+    Returns:
+        float: The clock.
+    """
+    collect_garbage()
+    return time.perf_counter()
 
 
 def settle(quiet_ms: float = 2.0, window_s: float = 0.05, most_s: float = 2.0) -> float:

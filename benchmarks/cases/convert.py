@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 import numpy as np
-from _common import main
+from _common import main, start_clock
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             if "convert" not in _COMMANDS:
                 raise NotImplementedError("the project has no `streaming convert` command yet")
             argv = [a.format(src=src, out=out) for a in params["cli"]]
-            t0 = time.perf_counter()
+            t0 = start_clock()
             proc = subprocess.run(
                 [sys.executable, "-m", "streaming", *argv], capture_output=True, text=True
             )
@@ -46,7 +46,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         else:
             from streaming import MDSWriter
 
-            t0 = time.perf_counter()
+            t0 = start_clock()
             with open(src) as f, MDSWriter(out=out, columns={"tokens": "ndarray:int32"}) as w:
                 for line in f:
                     w.write({"tokens": np.asarray(json.loads(line)["tokens"], np.int32)})

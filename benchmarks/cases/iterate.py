@@ -8,7 +8,9 @@ means a random permutation of indices). TTFS is measured from dataset constructi
 already imported) to the first sample or batch. Params: ``kind``, ``data``, ``litdata``, ``mode``,
 ``shuffle``, optional ``ttfs_only`` (stop after the first sample), ``batch_size``, ``work``
 (per-sample CPU work in ``__getitem__``, the same for every library: that many SHA-256 passes
-over the sample's tokens, as a transform would cost; this is where DataLoader workers can help).
+over the sample's tokens, as a transform would cost; this is where DataLoader workers can help),
+``epochs`` (default 1: iterate that many epochs with ``persistent_workers`` on, and report the
+last one's throughput: the steady state of a long run, without the workers' start).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from typing import Any
 
 import numpy as np
-from _common import RawMDS, check_row, clean_shm, fresh_view, main, row_nbytes
+from _common import RawMDS, check_row, clean_shm, fresh_view, main, row_nbytes, start_clock
 
 
 def _count(item: Any, batched: bool) -> int:
@@ -47,12 +49,14 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     kind, mode, shuffle = params["kind"], params["mode"], bool(params["shuffle"])
     batch_size = int(params.get("batch_size", 32))
     workers = {"direct": None, "dl0": 0, "dl2": 2}[mode]
+    epochs = int(params.get("epochs", 1))
+    loader_args = {"persistent_workers": True} if epochs > 1 and workers else {}
     view = fresh_view(params["litdata" if impl == "litdata" else "data"])
     try:
         if impl == "raw":
             if workers is not None:
                 raise ValueError("raw ceiling is direct-mode only")
-            t0 = time.perf_counter()
+            t0 = start_clock()
             raw = RawMDS(view, kind)
             if shuffle:
                 order = np.random.default_rng(0).permutation(len(raw)).tolist()
@@ -64,34 +68,35 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
 
             if params.get("work"):
                 StreamingDataset = _with_work(StreamingDataset, int(params["work"]))  # noqa: N806
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = StreamingDataset(view, shuffle=shuffle)
-            it = iter(
-                ds
-                if workers is None
-                else StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
-            )
+            source = ds if workers is None else StreamingDataLoader(
+                ds, batch_size=batch_size, num_workers=workers, **loader_args)
         else:
             from streaming import StreamingDataLoader, StreamingDataset
 
             if params.get("work"):
                 StreamingDataset = _with_work(StreamingDataset, int(params["work"]))  # noqa: N806
             clean_shm(impl)
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
-            it = iter(
-                ds
-                if workers is None
-                else StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
-            )
+            source = ds if workers is None else StreamingDataLoader(
+                ds, batch_size=batch_size, num_workers=workers, **loader_args)
+        if impl != "raw":
+            it = iter(source)
         first = next(it)
         ttfs = time.perf_counter() - t0
-        count = _count(first, workers is not None)
+        batched = workers is not None
+        count = _count(first, batched)
         if not params.get("ttfs_only"):
-            batched = workers is not None
             for item in it:
                 count += _count(item, batched)
         elapsed = time.perf_counter() - t0
+        for _ in range(epochs - 1):  # (the first epoch's count and time are replaced)
+            t0, count = start_clock(), 0
+            for item in source:
+                count += _count(item, batched)
+            elapsed = time.perf_counter() - t0
         check_row(kind, first, batched=workers is not None)  # outside the timings
     finally:
         shutil.rmtree(view, ignore_errors=True)

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from _common import main, reset_peak_rss, rss_mb, vm_hwm_mb
+from _common import collect_garbage, main, reset_peak_rss, rss_mb, vm_hwm_mb
 
 NODES, RANKS, WORKERS, BATCH, SEED, EPOCH = 1, 8, 2, 32, 9176, 0
 NODE, RANK, WORKER = NODES - 1, RANKS - 1, WORKERS - 1  # the view measured: the last worker's
@@ -99,6 +99,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     if make is None:
         raise NotImplementedError(f"{impl} exposes no planner API")
     plan = make(sizes, nc, algo)
+    collect_garbage()
     before = rss_mb()
     reset_peak_rss()
     ru0 = resource.getrusage(resource.RUSAGE_SELF)

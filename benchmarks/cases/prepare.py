@@ -14,7 +14,7 @@ import shutil
 import time
 from typing import Any
 
-from _common import MDS_COLUMNS, bytes_pool, main, rows, text_row, token_pool
+from _common import MDS_COLUMNS, bytes_pool, main, rows, start_clock, text_row, token_pool
 
 _POOLS: dict[str, Any] = {}
 
@@ -38,7 +38,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"skipped": True}
     shutil.rmtree(out, ignore_errors=True)
     kind, n = params["kind"], int(params["samples"])
-    t0 = time.perf_counter()
+    t0 = start_clock()
     if kind == "jsonl":
         # ~12 KB per line of 2048 token ids; samples = lines.
         os.makedirs(out, exist_ok=True)

@@ -11,7 +11,7 @@ import shutil
 import time
 from typing import Any
 
-from _common import RawMDS, check_row, fresh_view, main, row_nbytes
+from _common import RawMDS, check_row, fresh_view, main, row_nbytes, start_clock
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -19,17 +19,17 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     view = fresh_view(params["litdata" if impl == "litdata" else "data"])
     try:
         if impl == "raw":
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = RawMDS(view, kind)
         elif impl == "litdata":
             from litdata import StreamingDataset
 
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = StreamingDataset(view)
         else:
             from streaming import LocalDataset
 
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = LocalDataset(local=view)
         n = len(ds)
         t1 = time.perf_counter()

@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from _common import check_row, clean_shm, main, row_nbytes
+from _common import check_row, clean_shm, main, row_nbytes, start_clock
 
 
 def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
                 **lit_dl._OBSTORE_CLIENT_OPTIONS,
                 "allow_http": "true",
             }
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = StreamingDataset(
                 params["litdata_remote"],
                 cache_dir=cache,
@@ -48,7 +48,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
 
             clean_shm(impl)
             local = os.path.join(cache, "local")
-            t0 = time.perf_counter()
+            t0 = start_clock()
             ds = StreamingDataset(
                 remote=params["remote"], local=local, shuffle=False, batch_size=32
             )

@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any
 
-from _common import MDS_COLUMNS, main, row_nbytes, rows
+from _common import MDS_COLUMNS, main, row_nbytes, rows, start_clock
 
 
 def dir_bytes(path: str) -> int:
@@ -30,7 +30,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         if impl == "litdata":
             from litdata.streaming.writer import BinaryWriter
 
-            t0 = time.perf_counter()
+            t0 = start_clock()
             writer = BinaryWriter(out, chunk_bytes="64MB")
             for i, row in enumerate(data):
                 writer.add_item(i, row)
@@ -40,7 +40,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
         else:
             from streaming import MDSWriter
 
-            t0 = time.perf_counter()
+            t0 = start_clock()
             with MDSWriter(out=out, columns=MDS_COLUMNS[kind]) as writer:
                 for row in data:
                     writer.write(row)
