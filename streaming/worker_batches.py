@@ -4,12 +4,12 @@ Torch's multi-process loader sends every batch as its own message, and shares ev
 it through a new shared-memory file whose descriptor the main process fetches over a socket:
 ~0.5 ms of the main process's CPU per batch, whatever its size — more than decoding a batch of
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
-chunks of up to :data:`MOST_BATCHES` batches; tensor bytes go through the worker's ring of
-shared memory (:mod:`streaming.batch_ring`), or in the message when it is full; the main
-process hands out tensors viewing the ring (the bytes are not copied again) and takes the
-workers' batches in turn, one each, as torch's loader yields them (round robin, a worker
-dropping out when its samples end), so the batches and their order are torch's. Torch's own
-worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
+chunks of up to :data:`MOST_BATCHES` batches (:data:`MOST_LIGHT_BATCHES` of light rows); tensor
+bytes go through the worker's ring of shared memory (:mod:`streaming.batch_ring`), or in the
+message when it is full; the main process hands out tensors viewing the ring (the bytes are not
+copied again) and takes the workers' batches in turn, one each, as torch's loader yields them
+(round robin, a worker dropping out when its samples end), so the batches and their order are
+torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
 persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`.
 """
 
@@ -42,6 +42,11 @@ __all__ = ["PIPE_BYTES", "Chunk", "ChunkedBatches", "WorkerSetup", "interleave"]
 # closes early past CHUNK_BYTES of arrays (what a worker holds before the main process has it).
 MOST_BATCHES = 64
 CHUNK_BYTES = 4 << 20
+# The same for chunks of light rows, whose strings and bytes count towards CHUNK_BYTES too: each
+# chunk costs the main process ~70 us of torch's loader around it, as much as ~1,500 of their
+# strings (text rows, 2 workers, steady epochs: 64 at most, 70-145 ms; 256, 62-115 ms; 1024,
+# 73-123 ms).
+MOST_LIGHT_BATCHES = 256
 # Each worker's ring (see streaming.batch_ring): a few chunks in flight (its pages are touched
 # only as far as that needs: small payloads reuse the first slots).
 RING_BYTES = 24 << 20
@@ -348,7 +353,7 @@ class ChunkedBatches(IterableDataset):
         reader, light = light_reader(self.dataset, True, alloc, free)
         if light:  # (rows of light columns: whole chunks collated a column at a time)
             for columns, batches, last in column_chunks(reader, self.batch_size, self.drop_last,
-                                                        MOST_BATCHES, CHUNK_BYTES, alloc):
+                                                        MOST_LIGHT_BATCHES, CHUNK_BYTES, alloc):
                 yield Chunk(worker, batches, last, ring) if columns is None else \
                     Chunk(worker, [columns], last, ring, self.batch_size)
             return

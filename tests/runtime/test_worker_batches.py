@@ -105,6 +105,29 @@ def test_token_rows_of_changing_shapes_equal_torch_loader(shaped_token_dataset, 
         assert want_error is None
 
 
+def test_chunks_of_light_rows_grow_to_their_own_limit(text_dataset, token_dataset,
+                                                      monkeypatch) -> None:
+    # Light rows (strings, bytes, ints) go up to MOST_LIGHT_BATCHES a chunk, other rows up to
+    # MOST_BATCHES; both 1, 2, 4, ... first.
+    monkeypatch.setattr(worker_batches, "MOST_LIGHT_BATCHES", 8)
+    monkeypatch.setattr(worker_batches, "MOST_BATCHES", 2)
+
+    class Overridden(StreamingDataset):  # its samples are its own: not read as light rows
+        def __getitem__(self, index):
+            return super().__getitem__(index)
+
+    def sizes(dataset):
+        chunks = list(ChunkedBatches(dataset, 4, False))
+        return [len(chunk.batches) if chunk.split is None else
+                -(-len(next(iter(chunk.batches[0].values()))) // chunk.split)
+                for chunk in chunks]
+
+    light = [1, 2, 4] + [8] * 5 + [4]  # 203 rows: 51 batches
+    assert sizes(StreamingDataset(local=text_dataset, batch_size=4)) == light
+    assert sizes(StreamingDataset(local=token_dataset, batch_size=4)) == light
+    assert sizes(Overridden(local=token_dataset, batch_size=4)) == [1] + [2] * 25
+
+
 @pytest.mark.parametrize("rows", ["token_dataset", "text_dataset"])
 def test_persistent_workers_equal_torch_loader(request, rows) -> None:
     fast, slow = _pair(request.getfixturevalue(rows), num_workers=2, shuffle=True,
