@@ -10,7 +10,8 @@ already imported) to the first sample or batch. Params: ``kind``, ``data``, ``li
 (per-sample CPU work in ``__getitem__``, the same for every library: that many SHA-256 passes
 over the sample's tokens, as a transform would cost; this is where DataLoader workers can help),
 ``epochs`` (default 1: iterate that many epochs with ``persistent_workers`` on, and report the
-last one's throughput: the steady state of a long run, without the workers' start).
+last one's throughput: the steady state of a long run, without the workers' start; the time to
+first sample stays the first epoch's).
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             raw = RawMDS(view, kind)
             if shuffle:
                 order = np.random.default_rng(0).permutation(len(raw)).tolist()
-                it = (raw[i] for i in order)
+                source = (raw[i] for i in order)
             else:
-                it = iter(raw)
+                source = raw
         elif impl == "litdata":
             from litdata import StreamingDataLoader, StreamingDataset
 
@@ -82,8 +83,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
             source = ds if workers is None else StreamingDataLoader(
                 ds, batch_size=batch_size, num_workers=workers, **loader_args)
-        if impl != "raw":
-            it = iter(source)
+        it = iter(source)
         first = next(it)
         ttfs = time.perf_counter() - t0
         batched = workers is not None
