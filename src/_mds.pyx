@@ -639,6 +639,18 @@ cdef class Rows:
         """
         return self.shared
 
+    cdef tuple _shared_schema(self, str method):
+        """:meth:`schema`, or ValueError naming ``method`` if the shards' columns differ."""
+        schema = self.schema()
+        if schema is None:
+            raise ValueError(f"Rows.{method}: the shards' columns differ")
+        return schema
+
+    cdef inline Py_ssize_t _stop(self, Py_ssize_t n):
+        """Where the next ``n`` rows (fewer if fewer are left) end."""
+        cdef Py_ssize_t left = self.rows.shape[0] - self.pos
+        return self.rows.shape[0] if n > left else self.pos + max(n, 0)
+
     def decode_columns(self, Py_ssize_t n):
         """Decode the next ``n`` rows (fewer if fewer are left) a column at a time: each
         column's values, as the rows' sample dicts would hold them, in one list.
@@ -656,11 +668,9 @@ cdef class Rows:
         cdef Py_ssize_t stop
         if self.num_slots == 0:
             return []
-        schema = self.schema()
-        if schema is None:
-            raise ValueError("Rows.decode_columns: the shards' columns differ")
+        schema = self._shared_schema("decode_columns")
         sink = [[] for _ in schema[0]]
-        stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
+        stop = self._stop(n)
         while self.pos < stop:
             self._next_row(sink)
         return sink
@@ -774,12 +784,9 @@ cdef class Rows:
         cdef Py_ssize_t row_bytes
         if self.num_slots == 0:
             return []
-        schema = self.schema()
-        if schema is None:
-            raise ValueError("Rows.take_columns: the shards' columns differ")
-        kinds = schema[1]
+        kinds = self._shared_schema("take_columns")[1]
         ncol = len(kinds)
-        stop = self.rows.shape[0] if n > self.rows.shape[0] - self.pos else self.pos + max(n, 0)
+        stop = self._stop(n)
         m = stop - self.pos
         for col in range(ncol):
             kind = kinds[col]
