@@ -28,8 +28,9 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 """
 
 from cpython.pycapsule cimport PyCapsule_GetPointer
+cimport cython
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
@@ -4071,6 +4072,15 @@ cdef class _Reader:
             _raw_finish(&self.r, self.bit)
         return 0
 
+    cdef int drop(self) except -1:
+        """Close without moving the generator (another reader read the same raws and more)."""
+        if self.opened:
+            self.opened = False
+            with nogil:
+                ss_pref_free(&self.r)
+            ss_raw_close(&self.r)
+        return 0
+
     def __dealloc__(self):
         if self.opened:
             with nogil:
@@ -4485,6 +4495,158 @@ cdef extern from *:
     int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
                             int64_t *out) nogil
 
+cdef extern from *:
+    """
+    /* ---- naive's looked-up permutation on two cores ----
+       Fisher-Yates' steps i = n-1 .. b touch any place, but steps b-1 .. 1 touch places below
+       b only, and move what is there whatever it is: so the later steps can run on an
+       identity of b places (y) while the earlier ones run on the epoch (x), the two composed
+       at the places wanted (place p < b holds x's value at y's p). The draws are one
+       sequence: the caller makes the earlier steps' from one copy of the generator; a helper
+       thread reads the same raws from a second copy and drops them (~1 ns a draw, where a
+       swap over an epoch-sized array costs a cache miss), then makes the later steps' and
+       swaps y. Each side first faults its array in at once (fresh pages one at a time, in
+       random order, cost ~20% more), and each looks up half of the places at the end. If the
+       helper thread has not started by the time the caller is done with x, the caller does
+       its work and all the look-ups (the same result, on one core). */
+    #define SS_SPLIT_STEP 4096
+    #define SS_SPLIT_RING (2 * SS_SPLIT_STEP)
+    #define SS_SPLIT_MASK (SS_SPLIT_RING - 1)
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23
+    #endif
+    typedef struct {
+        ss_perm_src *mine;           /* the caller's draws, at i = n - 1 */
+        ss_perm_src *theirs;         /* the helper's, at i = n - 1 too */
+        int32_t *x;                  /* the epoch's places as offsets from arange(n) (zeros) */
+        int32_t *y;                  /* places 0 .. b as offsets from arange(b) (zeros) */
+        int64_t n, b, lo;
+        const int64_t *places;       /* the places to look up, all below n */
+        int64_t *out;
+        int64_t m;
+        int claimed;                 /* 0: nobody yet, 1: the helper, 2: the caller (atomic) */
+        int x_done, y_done;          /* atomic */
+        int short_;
+        uint32_t ring[2][SS_SPLIT_RING];  /* each side's draws, a chunk ahead */
+    } ss_nsplit;
+
+    /* Fisher-Yates steps hi .. lo + 1 on a (offsets), the draws made from src (at i = hi) a
+       chunk ahead into ring, the far ends prefetched. -1: the draws ran short. */
+    static int ss_fy_ring(ss_perm_src *src, int32_t *a, int64_t hi, int64_t lo, uint32_t *ring) {
+        int64_t t, total = hi - lo, made = 0, m;
+        src->lo = lo;
+        for (t = 0; t < total; t++) {
+            if (made < total && made <= t + SS_PD) {
+                int64_t at = made & SS_SPLIT_MASK, room = total - made;
+                if (room > SS_SPLIT_STEP) room = SS_SPLIT_STEP;
+                if (room > SS_SPLIT_RING - at) room = SS_SPLIT_RING - at;
+                m = ss_perm_produce(src, ring + at, room);
+                if (m <= 0) return -1;
+                made += m;
+            }
+            if (t + SS_PD < made) SS_PREFETCH_M(&a[ring[(t + SS_PD) & SS_SPLIT_MASK]]);
+            {
+                int64_t i = hi - t, k = ring[t & SS_SPLIT_MASK];
+                SS_SWAP_OFF(int32_t, a, i, k);
+            }
+        }
+        return 0;
+    }
+
+    /* Fault in a zeroed array's whole pages at once (where the kernel can: 5.14 on). */
+    static void ss_populate(void *p, size_t bytes) {
+        uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+        uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+        if (e > a) (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+    }
+
+    /* Wait for the other side (balanced, it is a few ms at most); past a few thousand polls
+       the core is offered to others while waiting (the other side may be sharing it). */
+    static void ss_nsplit_wait(int *flag) {
+        int polls = 0;
+        while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+            if (++polls < 4096) SS_PAUSE();
+            else sched_yield();
+        }
+    }
+    static inline void ss_nsplit_short(ss_nsplit *s) {
+        __atomic_store_n(&s->short_, 1, __ATOMIC_RELAXED);
+    }
+
+    /* out[k] for places[k], k in [k0, k1): y's places first, then x's, prefetched ahead. */
+    static void ss_nsplit_look(ss_nsplit *s, int64_t k0, int64_t k1) {
+        const int64_t *pl = s->places;
+        int64_t *out = s->out, k, b = s->b;
+        for (k = k0; k < k1; k++) {
+            if (k + SS_PD < k1 && pl[k + SS_PD] >= 0 && pl[k + SS_PD] < b)
+                __builtin_prefetch(&s->y[pl[k + SS_PD]]);
+            int64_t p = pl[k];
+            out[k] = p < 0 ? -1 : p >= b ? p : (int64_t)s->y[p] + p;
+        }
+        for (k = k0; k < k1; k++) {
+            if (k + SS_PD < k1 && out[k + SS_PD] >= 0) __builtin_prefetch(&s->x[out[k + SS_PD]]);
+            int64_t q = out[k];
+            if (q >= 0) out[k] = (int64_t)s->x[q] + q;
+        }
+    }
+
+    static void ss_nsplit_later(ss_nsplit *s) {
+        ss_perm_src *src = s->theirs;
+        ss_populate(s->x + s->n / 2, (size_t)(s->n - s->n / 2) * sizeof(int32_t));
+        ss_populate(s->y, (size_t)s->b * sizeof(int32_t));
+        src->lo = s->b - 1;
+        while (src->i > src->lo)
+            if (ss_perm_produce(src, s->ring[1], SS_SPLIT_STEP) <= 0) { ss_nsplit_short(s); break; }
+        if (!s->short_ && ss_fy_ring(src, s->y, s->b - 1, s->lo, s->ring[1]) < 0)
+            ss_nsplit_short(s);
+        __atomic_store_n(&s->y_done, 1, __ATOMIC_RELEASE);
+    }
+
+    static void *ss_nsplit_thread(void *arg) {
+        ss_nsplit *s = (ss_nsplit *)arg;
+        int none = 0;
+        if (__atomic_compare_exchange_n(&s->claimed, &none, 1, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            ss_nsplit_later(s);
+            ss_nsplit_wait(&s->x_done);
+            if (!s->short_) ss_nsplit_look(s, s->m / 2, s->m);
+        }
+        return NULL;
+    }
+
+    /* The earlier steps on x, the later ones on y (by a helper thread if help and it starts),
+       then out. -1: the draws ran short. */
+    static int ss_nsplit_run(ss_nsplit *s, int help) {
+        pthread_t th;
+        int started = help && pthread_create(&th, NULL, ss_nsplit_thread, s) == 0;
+        int none = 0;
+        ss_populate(s->x, (size_t)(s->n / 2) * sizeof(int32_t));
+        if (ss_fy_ring(s->mine, s->x, s->n - 1, s->b - 1, s->ring[0]) < 0) ss_nsplit_short(s);
+        __atomic_store_n(&s->x_done, 1, __ATOMIC_RELEASE);
+        if (__atomic_compare_exchange_n(&s->claimed, &none, 2, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            ss_nsplit_later(s);
+            if (!s->short_) ss_nsplit_look(s, s->m / 2, s->m);
+        }
+        ss_nsplit_wait(&s->y_done);
+        if (!s->short_) ss_nsplit_look(s, 0, s->m / 2);
+        if (started) pthread_join(th, NULL);
+        return s->short_ ? -1 : 0;
+    }
+    """
+    ctypedef struct ss_nsplit:
+        ss_perm_src *mine
+        ss_perm_src *theirs
+        int32_t *x
+        int32_t *y
+        int64_t n
+        int64_t b
+        int64_t lo
+        const int64_t *places
+        int64_t *out
+        int64_t m
+    int ss_nsplit_run(ss_nsplit *s, int help) nogil
+
 
 # Draws from which a draw queue's helper thread makes them on a second core (as the raws'
 # helper, _helper_min_raws: ~0.7 raws a draw).
@@ -4499,6 +4661,14 @@ _queue_min_draws = 700_000
 _PY1BR_BLOCK32_BELOW = 1 << 31
 _PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
+# naive's looked-up permutation runs on two cores from this many steps (see ss_nsplit; tests
+# lower it), the caller taking this share of them: the earlier ones, each over the whole epoch
+# (1e7 samples, the last of 16 workers' places, medians of 8: 0.4 of them 35 ms, 0.5 and 0.55
+# 33-34, 0.6 35; against 45-48 ms on one core with the draws made by a helper).
+_naive_split_min = 2_000_000
+_NAIVE_SPLIT_SHARE = 0.55
+# Tests only: whether the two-core path starts its helper thread (else the caller does it all).
+_naive_split_helper = True
 _PY1BR_RING = 1 << 18
 # The last draw queue's fate, for tests: (helper started, consumer took it over).
 last_queue = (False, False)
@@ -4528,6 +4698,19 @@ cdef void _note_queue(ss_jq *q):
     last_queue = (bool(q.helped), bool(q.taken))
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef int64_t _first_outside(const int64_t[::1] places, int64_t n) noexcept:
+    """The first entry of ``places`` past the epoch of ``n``, or -1."""
+    cdef Py_ssize_t k
+    for k in range(places.shape[0]):
+        if places[k] >= n:
+            return k
+    return -1
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 cdef int64_t _draws_floor(const int64_t[::1] places, int64_t n) noexcept:
     """Where a permutation's draws may stop for these places: place ``p`` is final after
     Fisher-Yates' step ``i = p`` (place 0 after step 1), so the steps down to the least place
@@ -4548,7 +4731,8 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
         n (int): Number of samples, non-negative.
         places (NDArray[np.int64], optional): Places to look up (negative: ``-1`` out). The
             permutation is then built in int32 below ``2**31`` samples (half the memory), as
-            offsets from ``arange(n)`` (zeros to start with: nothing to lay out).
+            offsets from ``arange(n)`` (zeros to start with: nothing to lay out), on two cores
+            past ``_naive_split_min`` steps (see ``ss_nsplit``).
         out (NDArray[np.int64], optional): With ``places``: where the values go (as long; may
             be ``places`` itself). Defaults to a new array.
         exact (bool): Leave ``rng`` where ``rng.permutation(n)`` would. With ``places`` below
@@ -4576,15 +4760,29 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
         if o.shape[0] != pl.shape[0]:
             raise ValueError("out must be as long as places")
         small = n < (1 << 31)
-    full = np.zeros(n, np.int32) if small else np.empty(n, np.int64)
+    cdef int64_t lo = 0, steps = max(n - 1, 0), b = n, bad = -1
+    if small and not exact:
+        lo = _draws_floor(pl, n)
+        steps = n - 1 - lo
+    cdef bint split = small and _mode <= 2 and steps >= max(_naive_split_min, 2)
+    if split:
+        # naive on two cores (ss_nsplit): the later steps on b places of their own, after the
+        # epoch's (one allocation: past glibc's mmap threshold, its fresh pages are zeros).
+        b = n - min(max(int(steps * _NAIVE_SPLIT_SHARE), 1), steps - 1)
+        bad = _first_outside(pl, n)
+        if bad >= 0:
+            raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
+    full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
     bit = _bit_generator(rng)
     cdef _Reader rd = _Reader()
-    cdef int64_t bad = -1
+    cdef _Reader theirs = None
     cdef ss_jq q
-    cdef ss_perm_src src
+    cdef ss_perm_src src, src2
+    cdef ss_nsplit *sp = NULL
     cdef int short = 0
+    cdef int help = 0
     memset(&q, 0, sizeof(q))
     with bit.lock:
         rd.open(rng, _mode, n)
@@ -4592,21 +4790,51 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             src.r = rd.reader()
             src.bg = rd.bg
             src.i = min(n - 1, 0xFFFFFFFF)
-            src.lo = 0
-            if small and not exact:
-                src.lo = _draws_floor(pl, n)
-            _open_queue(&q, ss_perm_produce, &src, src.i - src.lo, n <= (1 << 32), _mode,
-                        _NAIVE_RING)
-            with nogil:
-                if small:
-                    short = ss_permutation32_off(&q, &x32[0] if n else NULL, n, src.lo)
-                else:
-                    short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
+            src.lo = lo
+            split = split and rd.raw
+            if split:
+                # The helper's draws come from a second copy of the generator (the same raws
+                # and more): it is the one that leaves rng where it should be.
+                theirs = _Reader()
+                theirs.open(rng, 2, n)
+                sp = <ss_nsplit *>calloc(1, sizeof(ss_nsplit))
+                if sp == NULL:
+                    raise MemoryError()
+                src2.r = theirs.reader()
+                src2.bg = theirs.bg
+                src2.i = src.i
+                src2.lo = lo
+                sp.mine = &src
+                sp.theirs = &src2
+                sp.x = &x32[0]
+                sp.y = &x32[n]
+                sp.n = n
+                sp.b = b
+                sp.lo = lo
+                sp.places = &pl[0] if pl.shape[0] else NULL
+                sp.out = &o[0] if o.shape[0] else NULL
+                sp.m = pl.shape[0]
+                help = _naive_split_helper and _second_core()
+                with nogil:
+                    short = ss_nsplit_run(sp, help)
+            else:
+                _open_queue(&q, ss_perm_produce, &src, src.i - src.lo, n <= (1 << 32), _mode,
+                            _NAIVE_RING)
+                with nogil:
+                    if small:
+                        short = ss_permutation32_off(&q, &x32[0] if n else NULL, n, src.lo)
+                    else:
+                        short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
         finally:
+            free(sp)
             with nogil:
                 ss_jq_close(&q)
             _note_queue(&q)
-            rd.close()
+            if theirs is not None:
+                rd.drop()
+                theirs.close()
+            else:
+                rd.close()
     if short:
         raise RuntimeError("the permutation's draws ran short of its swaps (a bug)")
     if pl is None:
@@ -4616,9 +4844,11 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             out[...] = pl
         _plan.compose_ids(out, full, None)
         return out
+    if split:
+        return out
     with nogil:
         bad = ss_gather32_off(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
-                          pl.shape[0], &o[0] if o.shape[0] else NULL)
+                              pl.shape[0], &o[0] if o.shape[0] else NULL)
     if bad >= 0:
         raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
     return out

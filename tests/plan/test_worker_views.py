@@ -630,6 +630,64 @@ def test_permutation_stops_at_the_least_place(n, seed, mode, data):
     assert np.array_equal(partial[valid], expect[valid])
 
 
+@contextlib.contextmanager
+def _two_core_naive(helper=True):
+    """naive's two-core path (ss_nsplit) from a few steps on, with or without its helper
+    thread; restored after."""
+    was = _shuffle._naive_split_min, _shuffle._naive_split_helper
+    _shuffle._naive_split_min, _shuffle._naive_split_helper = 2, helper
+    try:
+        yield
+    finally:
+        _shuffle._naive_split_min, _shuffle._naive_split_helper = was
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.one_of(st.integers(3, 3000), st.integers(65_537, 300_000)),
+    seed=seeds_st,
+    exact=st.booleans(),
+    helper=st.booleans(),
+    pre=st.booleans(),
+    alias=st.booleans(),
+    data=st.data(),
+)
+def test_permutation_on_two_cores(n, seed, exact, helper, pre, alias, data):
+    # The later steps run on an identity of their own places (by a helper thread, or after the
+    # earlier ones when there is none), composed with the epoch's at the places wanted; the
+    # helper's copy of the generator is the one that leaves rng where it should be.
+    near_end = st.integers(max(0, n - 1 - data.draw(st.integers(0, 2000))), n - 1)
+    picks = st.lists(st.one_of(st.just(-1), near_end, st.integers(0, n - 1)), max_size=300)
+    places = np.array(data.draw(picks), np.int64)
+    ours, twin, numpys = (np.random.default_rng(seed) for _ in range(3))
+    if pre:  # a buffered half word to start from
+        for rng in (ours, twin, numpys):
+            rng.integers(0, 2**31)
+    full = numpys.permutation(n)
+    with _two_core_naive(helper):
+        if alias:  # out may be places itself
+            got = places.copy()
+            assert _shuffle.permutation(ours, n, got, got, exact=exact) is got
+        else:
+            got = _shuffle.permutation(ours, n, places, exact=exact)
+    assert np.array_equal(got, _look_up(full, places))
+    if exact:
+        assert _same_state(ours, numpys)
+    else:
+        valid = places[places >= 0]
+        least = int(valid.min()) if len(valid) else n
+        _twin_permutation(twin, n, max(least - 1, 0))
+        assert _same_state(ours, twin)
+
+
+def test_permutation_on_two_cores_refuses_places_past_the_epoch():
+    rng = np.random.default_rng(3)
+    before = rng.bit_generator.state
+    with _two_core_naive(), pytest.raises(ValueError, match="place 1000 is outside the epoch"):
+        _shuffle.permutation(rng, 1000, np.array([5, 1000, 7]))
+    assert rng.bit_generator.state == before  # refused before any draw
+
+
 # ---- the draw queue (naive, py1br): a helper thread makes the draws, or the caller does ----
 
 
