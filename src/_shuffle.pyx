@@ -4768,10 +4768,17 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
     if split:
         # naive on two cores (ss_nsplit): the later steps on b places of their own, after the
         # epoch's (one allocation: past glibc's mmap threshold, its fresh pages are zeros).
+        # Those b places are all of the epoch below the split, however few steps are left:
+        # past about twice the steps, making them costs more than sharing the steps saves
+        # (1e8 samples, the last 1/8 of the places: 0.48 s against 0.28 s on one core).
         b = n - min(max(int(steps * _NAIVE_SPLIT_SHARE), 1), steps - 1)
+        split = b <= 2 * steps
+    if split:
         bad = _first_outside(pl, n)
         if bad >= 0:
             raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
+    else:
+        b = n
     full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
