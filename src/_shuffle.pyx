@@ -4072,6 +4072,15 @@ cdef class _Reader:
             _raw_finish(&self.r, self.bit)
         return 0
 
+    cdef int drop(self) except -1:
+        """Close without moving the generator (another reader read the same raws and more)."""
+        if self.opened:
+            self.opened = False
+            with nogil:
+                ss_pref_free(&self.r)
+            ss_raw_close(&self.r)
+        return 0
+
     def __dealloc__(self):
         if self.opened:
             with nogil:
@@ -4492,15 +4501,14 @@ cdef extern from *:
        Fisher-Yates' steps i = n-1 .. b touch any place, but steps b-1 .. 1 touch places below
        b only, and move what is there whatever it is: so the later steps can run on an
        identity of b places (y) while the earlier ones run on the epoch (x), the two composed
-       at the places wanted (place p < b holds x's value at y's p). The draws stay one
-       sequence, made in order by a helper thread: the earlier steps' into j1 (published as
-       they come; the caller swaps x with them), then the later steps', with which it swaps y
-       itself. The swaps are what costs (a cache miss each over an epoch-sized array, the
-       draws ~1.4 ns each), so the caller takes more of the steps. Each side first faults its
-       arrays in at once (fresh pages one at a time, in random order, cost ~20% more), and
-       each looks up half of the places at the end. If the helper thread has not started by
-       the time the caller has faulted x in, the caller does its work first (the same result,
-       on one core). */
+       at the places wanted (place p < b holds x's value at y's p). The draws are one
+       sequence: the caller makes the earlier steps' from one copy of the generator; a helper
+       thread reads the same raws from a second copy and drops them (~1 ns a draw, where a
+       swap over an epoch-sized array costs a cache miss), then makes the later steps' and
+       swaps y. Each side first faults its array in at once (fresh pages one at a time, in
+       random order, cost ~20% more), and each looks up half of the places at the end. If the
+       helper thread has not started by the time the caller is done with x, the caller does
+       its work and all the look-ups (the same result, on one core). */
     #define SS_SPLIT_STEP 4096
     #define SS_SPLIT_RING (2 * SS_SPLIT_STEP)
     #define SS_SPLIT_MASK (SS_SPLIT_RING - 1)
@@ -4508,20 +4516,42 @@ cdef extern from *:
     #define MADV_POPULATE_WRITE 23
     #endif
     typedef struct {
-        ss_perm_src *src;            /* the draws, at i = n - 1 */
+        ss_perm_src *mine;           /* the caller's draws, at i = n - 1 */
+        ss_perm_src *theirs;         /* the helper's, at i = n - 1 too */
         int32_t *x;                  /* the epoch's places as offsets from arange(n) (zeros) */
         int32_t *y;                  /* places 0 .. b as offsets from arange(b) (zeros) */
-        uint32_t *j1;                /* the draws of steps n-1 .. b */
         int64_t n, b, lo;
         const int64_t *places;       /* the places to look up, all below n */
         int64_t *out;
         int64_t m;
-        int64_t made;                /* draws in j1 so far (atomic) */
         int claimed;                 /* 0: nobody yet, 1: the helper, 2: the caller (atomic) */
         int x_done, y_done;          /* atomic */
         int short_;
-        uint32_t ring[SS_SPLIT_RING];  /* the later steps' draws, a chunk ahead */
+        uint32_t ring[2][SS_SPLIT_RING];  /* each side's draws, a chunk ahead */
     } ss_nsplit;
+
+    /* Fisher-Yates steps hi .. lo + 1 on a (offsets), the draws made from src (at i = hi) a
+       chunk ahead into ring, the far ends prefetched. -1: the draws ran short. */
+    static int ss_fy_ring(ss_perm_src *src, int32_t *a, int64_t hi, int64_t lo, uint32_t *ring) {
+        int64_t t, total = hi - lo, made = 0, m;
+        src->lo = lo;
+        for (t = 0; t < total; t++) {
+            if (made < total && made <= t + SS_PD) {
+                int64_t at = made & SS_SPLIT_MASK, room = total - made;
+                if (room > SS_SPLIT_STEP) room = SS_SPLIT_STEP;
+                if (room > SS_SPLIT_RING - at) room = SS_SPLIT_RING - at;
+                m = ss_perm_produce(src, ring + at, room);
+                if (m <= 0) return -1;
+                made += m;
+            }
+            if (t + SS_PD < made) SS_PREFETCH_M(&a[ring[(t + SS_PD) & SS_SPLIT_MASK]]);
+            {
+                int64_t i = hi - t, k = ring[t & SS_SPLIT_MASK];
+                SS_SWAP_OFF(int32_t, a, i, k);
+            }
+        }
+        return 0;
+    }
 
     /* Fault in a zeroed array's whole pages at once (where the kernel can: 5.14 on). */
     static void ss_populate(void *p, size_t bytes) {
@@ -4532,13 +4562,6 @@ cdef extern from *:
 
     /* Wait for the other side (balanced, it is a few ms at most); past a few thousand polls
        the core is offered to others while waiting (the other side may be sharing it). */
-    static void ss_nsplit_wait_for(int64_t *value, int64_t above) {
-        int polls = 0;
-        while (__atomic_load_n(value, __ATOMIC_ACQUIRE) <= above) {
-            if (++polls < 4096) SS_PAUSE();
-            else sched_yield();
-        }
-    }
     static void ss_nsplit_wait(int *flag) {
         int polls = 0;
         while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
@@ -4567,39 +4590,15 @@ cdef extern from *:
         }
     }
 
-    /* The helper's part: every draw (the earlier steps' into j1), and the later steps on y. */
-    static void ss_nsplit_help(ss_nsplit *s) {
-        ss_perm_src *src = s->src;
-        int64_t t = 0, cnt = s->n - s->b, total = s->b - 1 - s->lo, made = 0, m;
-        src->lo = s->b - 1;
-        while (t < cnt) {
-            m = ss_perm_produce(src, s->j1 + t, cnt - t < SS_SPLIT_STEP ? cnt - t : SS_SPLIT_STEP);
-            if (m <= 0) break;
-            t += m;
-            __atomic_store_n(&s->made, t, __ATOMIC_RELEASE);
-        }
-        if (t < cnt) {  /* the caller must not wait for draws that will not come */
-            ss_nsplit_short(s);
-            memset(s->j1 + t, 0, (size_t)(cnt - t) * sizeof(uint32_t));
-            __atomic_store_n(&s->made, cnt, __ATOMIC_RELEASE);
-        }
+    static void ss_nsplit_later(ss_nsplit *s) {
+        ss_perm_src *src = s->theirs;
+        ss_populate(s->x + s->n / 2, (size_t)(s->n - s->n / 2) * sizeof(int32_t));
         ss_populate(s->y, (size_t)s->b * sizeof(int32_t));
-        src->lo = s->lo;
-        for (t = 0; t < total && !s->short_; t++) {
-            if (made < total && made <= t + SS_PD) {
-                int64_t at = made & SS_SPLIT_MASK, room = total - made;
-                if (room > SS_SPLIT_STEP) room = SS_SPLIT_STEP;
-                if (room > SS_SPLIT_RING - at) room = SS_SPLIT_RING - at;
-                m = ss_perm_produce(src, s->ring + at, room);
-                if (m <= 0) { ss_nsplit_short(s); break; }
-                made += m;
-            }
-            if (t + SS_PD < made) SS_PREFETCH_M(&s->y[s->ring[(t + SS_PD) & SS_SPLIT_MASK]]);
-            {
-                int64_t i = s->b - 1 - t, k = s->ring[t & SS_SPLIT_MASK];
-                SS_SWAP_OFF(int32_t, s->y, i, k);
-            }
-        }
+        src->lo = s->b - 1;
+        while (src->i > src->lo)
+            if (ss_perm_produce(src, s->ring[1], SS_SPLIT_STEP) <= 0) { ss_nsplit_short(s); break; }
+        if (!s->short_ && ss_fy_ring(src, s->y, s->b - 1, s->lo, s->ring[1]) < 0)
+            ss_nsplit_short(s);
         __atomic_store_n(&s->y_done, 1, __ATOMIC_RELEASE);
     }
 
@@ -4608,39 +4607,27 @@ cdef extern from *:
         int none = 0;
         if (__atomic_compare_exchange_n(&s->claimed, &none, 1, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST)) {
-            ss_nsplit_help(s);
+            ss_nsplit_later(s);
             ss_nsplit_wait(&s->x_done);
             if (!s->short_) ss_nsplit_look(s, s->m / 2, s->m);
         }
         return NULL;
     }
 
-    /* The earlier steps on x with the helper's draws, the rest by the helper thread if help
-       and it starts; then out. -1: the draws ran short. */
+    /* The earlier steps on x, the later ones on y (by a helper thread if help and it starts),
+       then out. -1: the draws ran short. */
     static int ss_nsplit_run(ss_nsplit *s, int help) {
         pthread_t th;
         int started = help && pthread_create(&th, NULL, ss_nsplit_thread, s) == 0;
-        int none = 0, alone;
-        int64_t t = 0, cnt = s->n - s->b, made = 0;
-        const uint32_t *j = s->j1;
-        int32_t *x = s->x;
-        ss_populate(x, (size_t)s->n * sizeof(int32_t));
-        alone = __atomic_compare_exchange_n(&s->claimed, &none, 2, 0, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST);
-        if (alone) ss_nsplit_help(s);
-        while (t < cnt) {
-            ss_nsplit_wait_for(&s->made, t);
-            made = __atomic_load_n(&s->made, __ATOMIC_ACQUIRE);
-            for (; t < made; t++) {
-                if (t + SS_PD < made) SS_PREFETCH_M(&x[j[t + SS_PD]]);
-                {
-                    int64_t i = s->n - 1 - t, k = j[t];
-                    SS_SWAP_OFF(int32_t, x, i, k);
-                }
-            }
-        }
+        int none = 0;
+        ss_populate(s->x, (size_t)(s->n / 2) * sizeof(int32_t));
+        if (ss_fy_ring(s->mine, s->x, s->n - 1, s->b - 1, s->ring[0]) < 0) ss_nsplit_short(s);
         __atomic_store_n(&s->x_done, 1, __ATOMIC_RELEASE);
-        if (alone && !s->short_) ss_nsplit_look(s, s->m / 2, s->m);
+        if (__atomic_compare_exchange_n(&s->claimed, &none, 2, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            ss_nsplit_later(s);
+            if (!s->short_) ss_nsplit_look(s, s->m / 2, s->m);
+        }
         ss_nsplit_wait(&s->y_done);
         if (!s->short_) ss_nsplit_look(s, 0, s->m / 2);
         if (started) pthread_join(th, NULL);
@@ -4648,10 +4635,10 @@ cdef extern from *:
     }
     """
     ctypedef struct ss_nsplit:
-        ss_perm_src *src
+        ss_perm_src *mine
+        ss_perm_src *theirs
         int32_t *x
         int32_t *y
-        uint32_t *j1
         int64_t n
         int64_t b
         int64_t lo
@@ -4675,12 +4662,11 @@ _PY1BR_BLOCK32_BELOW = 1 << 31
 _PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
 # naive's looked-up permutation runs on two cores from this many steps (see ss_nsplit; tests
-# lower it), the caller taking this share of them: the earlier ones, each over the whole epoch,
-# with the helper's draws (1e7 samples, the last of 16 workers' places, the whole plan, best 5
-# of 9: 0.6 of them 38-41 ms, 0.65 40-43, 0.7 41-42; against 45-48 ms on one core, the draws
-# made by a helper).
+# lower it), the caller taking this share of them: the earlier ones, each over the whole epoch
+# (1e7 samples, the last of 16 workers' places, medians of 8: 0.4 of them 35 ms, 0.5 and 0.55
+# 33-34, 0.6 35; against 45-48 ms on one core with the draws made by a helper).
 _naive_split_min = 2_000_000
-_NAIVE_SPLIT_SHARE = 0.6
+_NAIVE_SPLIT_SHARE = 0.55
 # Tests only: whether the two-core path starts its helper thread (else the caller does it all).
 _naive_split_helper = True
 _PY1BR_RING = 1 << 18
@@ -4793,14 +4779,14 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
     else:
         b = n
-    # (x, then y, then j1: the earlier steps' draws)
-    full = np.zeros(n + (n if split else 0), np.int32) if small else np.empty(n, np.int64)
+    full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
     bit = _bit_generator(rng)
     cdef _Reader rd = _Reader()
+    cdef _Reader theirs = None
     cdef ss_jq q
-    cdef ss_perm_src src
+    cdef ss_perm_src src, src2
     cdef ss_nsplit *sp = NULL
     cdef int short = 0
     cdef int help = 0
@@ -4814,13 +4800,21 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             src.lo = lo
             split = split and rd.raw
             if split:
+                # The helper's draws come from a second copy of the generator (the same raws
+                # and more): it is the one that leaves rng where it should be.
+                theirs = _Reader()
+                theirs.open(rng, 2, n)
                 sp = <ss_nsplit *>calloc(1, sizeof(ss_nsplit))
                 if sp == NULL:
                     raise MemoryError()
-                sp.src = &src
+                src2.r = theirs.reader()
+                src2.bg = theirs.bg
+                src2.i = src.i
+                src2.lo = lo
+                sp.mine = &src
+                sp.theirs = &src2
                 sp.x = &x32[0]
                 sp.y = &x32[n]
-                sp.j1 = <uint32_t *>&x32[n + b]
                 sp.n = n
                 sp.b = b
                 sp.lo = lo
@@ -4843,7 +4837,11 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             with nogil:
                 ss_jq_close(&q)
             _note_queue(&q)
-            rd.close()
+            if theirs is not None:
+                rd.drop()
+                theirs.close()
+            else:
+                rd.close()
     if short:
         raise RuntimeError("the permutation's draws ran short of its swaps (a bug)")
     if pl is None:
