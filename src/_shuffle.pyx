@@ -4063,22 +4063,16 @@ cdef class _Reader:
         ss_pref_start(&self.r, gens, ctxs)  # on failure the reader goes on alone
         return 0
 
-    cdef int close(self) except -1:
+    cdef int close(self, bint finish=True) except -1:
+        """Close; with ``finish``, leave the generator where NumPy's calls would have (without:
+        another reader read the same raws and more, and leaves it)."""
         if self.opened:
             self.opened = False
             with nogil:
                 ss_pref_free(&self.r)
             ss_raw_close(&self.r)
-            _raw_finish(&self.r, self.bit)
-        return 0
-
-    cdef int drop(self) except -1:
-        """Close without moving the generator (another reader read the same raws and more)."""
-        if self.opened:
-            self.opened = False
-            with nogil:
-                ss_pref_free(&self.r)
-            ss_raw_close(&self.r)
+            if finish:
+                _raw_finish(&self.r, self.bit)
         return 0
 
     def __dealloc__(self):
@@ -4837,11 +4831,9 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             with nogil:
                 ss_jq_close(&q)
             _note_queue(&q)
+            rd.close(theirs is None)
             if theirs is not None:
-                rd.drop()
                 theirs.close()
-            else:
-                rd.close()
     if short:
         raise RuntimeError("the permutation's draws ran short of its swaps (a bug)")
     if pl is None:
