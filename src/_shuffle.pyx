@@ -4497,10 +4497,11 @@ cdef extern from *:
        identity of b places (y) while the earlier ones run on the epoch (x), the two composed
        at the places wanted (place p < b holds x's value at y's p). The draws are one
        sequence: the caller makes the earlier steps' from one copy of the generator; a helper
-       thread reads the same raws from a second copy and drops them (~1 ns a draw, where a
-       swap over an epoch-sized array costs a cache miss), then makes the later steps' and
-       swaps y. Each side first faults its array in at once (fresh pages one at a time, in
-       random order, cost ~20% more), and each looks up half of the places at the end. If the
+       thread reads the same raws from a second copy and drops them (~1.5 ns a draw, where a
+       swap over an epoch-sized array costs a cache miss, 5-8 ns), then makes the later steps'
+       and swaps y. Each side first faults its arrays in at once (faulted one page at a time,
+       in random order, by both threads together, the earlier steps took 11-14 ns each against
+       8), and each looks up half of the places at the end. If the
        helper thread has not started by the time the caller is done with x, the caller does
        its work and all the look-ups (the same result, on one core). */
     #define SS_SPLIT_STEP 4096
@@ -4657,8 +4658,8 @@ _PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
 # naive's looked-up permutation runs on two cores from this many steps (see ss_nsplit; tests
 # lower it), the caller taking this share of them: the earlier ones, each over the whole epoch
-# (1e7 samples, the last of 16 workers' places, medians of 8: 0.4 of them 35 ms, 0.5 and 0.55
-# 33-34, 0.6 35; against 45-48 ms on one core with the draws made by a helper).
+# (1e7 samples, the last of 16 workers' places: at 0.55 the caller's part took 34-37 ms and the
+# helper's 34-40, against 45-48 ms for all the swaps on one core).
 _naive_split_min = 2_000_000
 _NAIVE_SPLIT_SHARE = 0.55
 # Tests only: whether the two-core path starts its helper thread (else the caller does it all).
@@ -4758,7 +4759,9 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
     if small and not exact:
         lo = _draws_floor(pl, n)
         steps = n - 1 - lo
-    cdef bint split = small and _mode <= 2 and steps >= max(_naive_split_min, 2)
+    bit = _bit_generator(rng)
+    cdef bint split = small and _mode <= 2 and steps >= max(_naive_split_min, 2) and \
+        _raw_mode(bit, _mode, n)  # (its two copies of the generator read PCG64's raws)
     if split:
         # naive on two cores (ss_nsplit): the later steps on b places of their own, after the
         # epoch's (one allocation: past glibc's mmap threshold, its fresh pages are zeros).
@@ -4776,7 +4779,6 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
     full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
-    bit = _bit_generator(rng)
     cdef _Reader rd = _Reader()
     cdef _Reader theirs = None
     cdef ss_jq q
@@ -4792,7 +4794,6 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             src.bg = rd.bg
             src.i = min(n - 1, 0xFFFFFFFF)
             src.lo = lo
-            split = split and rd.raw
             if split:
                 # The helper's draws come from a second copy of the generator (the same raws
                 # and more): it is the one that leaves rng where it should be.
