@@ -30,7 +30,7 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 from cpython.pycapsule cimport PyCapsule_GetPointer
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from numpy cimport npy_intp
 from numpy.random cimport bitgen_t
@@ -4463,19 +4463,16 @@ cdef extern from *:
         ss_jq_finish(q, jr.pos);
         return jr.short_ ? -1 : 0;
     }
-    /* out[k] = the value at places[k] of the offsets x (x[p] + p), -1 where the place is
-       negative; the places' values prefetched ahead (x is epoch-sized). Returns -1, or the
-       first k whose place is past n. */
-    static int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places,
-                                   int64_t m, int64_t *out) {
+    /* out[k] = the value at places[k] (all below n) of the offsets x (x[p] + p), -1 where the
+       place is negative; the places' values prefetched ahead (x is epoch-sized). */
+    static void ss_gather32_off(const int32_t *x, const int64_t *places, int64_t m,
+                                int64_t *out) {
         int64_t k;
-        for (k = 0; k < m; k++) if (places[k] >= n) return k;
         for (k = 0; k < m; k++) {
             if (k + SS_PD < m && places[k + SS_PD] >= 0) __builtin_prefetch(&x[places[k + SS_PD]]);
             int64_t p = places[k];
             out[k] = p >= 0 ? (int64_t)x[p] + p : -1;
         }
-        return -1;
     }
     """
     ctypedef struct ss_perm_src:
@@ -4486,8 +4483,7 @@ cdef extern from *:
     int64_t ss_perm_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
     int ss_permutation(ss_jq *q, ss_perm_src *src, int64_t *x, int64_t n) nogil
     int ss_permutation32_off(ss_jq *q, int32_t *x, int64_t n, int64_t lo) nogil
-    int64_t ss_gather32_off(const int32_t *x, int64_t n, const int64_t *places, int64_t m,
-                            int64_t *out) nogil
+    void ss_gather32_off(const int32_t *x, const int64_t *places, int64_t m, int64_t *out) nogil
 
 cdef extern from *:
     """
@@ -4496,7 +4492,8 @@ cdef extern from *:
        b only, and move what is there whatever it is: so the later steps can run on an
        identity of b places (y) while the earlier ones run on the epoch (x), the two composed
        at the places wanted (place p < b holds x's value at y's p). The draws are one
-       sequence: the caller makes the earlier steps' from one copy of the generator; a helper
+       sequence (each side reads it through a draw queue of its own, ss_jq, without its
+       helper): the caller makes the earlier steps' from one copy of the generator; a helper
        thread reads the same raws from a second copy and drops them (~1.5 ns a draw, where a
        swap over an epoch-sized array costs a cache miss, 5-8 ns), then makes the later steps'
        and swaps y. Each side first faults its arrays in at once (faulted one page at a time,
@@ -4504,15 +4501,12 @@ cdef extern from *:
        8), and each looks up half of the places at the end. If the
        helper thread has not started by the time the caller is done with x, the caller does
        its work and all the look-ups (the same result, on one core). */
-    #define SS_SPLIT_STEP 4096
-    #define SS_SPLIT_RING (2 * SS_SPLIT_STEP)
-    #define SS_SPLIT_MASK (SS_SPLIT_RING - 1)
     #ifndef MADV_POPULATE_WRITE
     #define MADV_POPULATE_WRITE 23
     #endif
     typedef struct {
         ss_perm_src *mine;           /* the caller's draws, at i = n - 1 */
-        ss_perm_src *theirs;         /* the helper's, at i = n - 1 too */
+        ss_perm_src *theirs;         /* the helper's, at i = n - 1 too, to lo */
         int32_t *x;                  /* the epoch's places as offsets from arange(n) (zeros) */
         int32_t *y;                  /* places 0 .. b as offsets from arange(b) (zeros) */
         int64_t n, b, lo;
@@ -4521,31 +4515,21 @@ cdef extern from *:
         int64_t m;
         int claimed;                 /* 0: nobody yet, 1: the helper, 2: the caller (atomic) */
         int x_done, y_done;          /* atomic */
-        int short_;
-        uint32_t ring[2][SS_SPLIT_RING];  /* each side's draws, a chunk ahead */
+        int short_;                  /* 1: the draws ran short (a bug), 2: out of memory */
     } ss_nsplit;
 
-    /* Fisher-Yates steps hi .. lo + 1 on a (offsets), the draws made from src (at i = hi) a
-       chunk ahead into ring, the far ends prefetched. -1: the draws ran short. */
-    static int ss_fy_ring(ss_perm_src *src, int32_t *a, int64_t hi, int64_t lo, uint32_t *ring) {
-        int64_t t, total = hi - lo, made = 0, m;
-        src->lo = lo;
-        for (t = 0; t < total; t++) {
-            if (made < total && made <= t + SS_PD) {
-                int64_t at = made & SS_SPLIT_MASK, room = total - made;
-                if (room > SS_SPLIT_STEP) room = SS_SPLIT_STEP;
-                if (room > SS_SPLIT_RING - at) room = SS_SPLIT_RING - at;
-                m = ss_perm_produce(src, ring + at, room);
-                if (m <= 0) return -1;
-                made += m;
-            }
-            if (t + SS_PD < made) SS_PREFETCH_M(&a[ring[(t + SS_PD) & SS_SPLIT_MASK]]);
-            {
-                int64_t i = hi - t, k = ring[t & SS_SPLIT_MASK];
-                SS_SWAP_OFF(int32_t, a, i, k);
-            }
-        }
-        return 0;
+    /* One side's Fisher-Yates, through a draw queue of its own without a helper (the side
+       makes its draws as it goes): drop draws first, then steps n - 1 .. lo + 1 of a. 0, -1:
+       the draws ran short, -2: out of memory. */
+    static int ss_nsplit_fy(ss_perm_src *src, int64_t drop, int32_t *a, int64_t n, int64_t lo) {
+        ss_jq q;
+        ss_jr jr = {&q, 0, 0, 0};
+        if (ss_jq_open(&q, 1 << 14, ss_perm_produce, src, 0, 0) < 0) return -2;
+        ss_jr_drop(&jr, drop);
+        ss_jr_fy32_off_to(&jr, a, n, lo);
+        ss_jq_finish(&q, jr.pos);
+        ss_jq_close(&q);
+        return jr.short_ ? -1 : 0;
     }
 
     /* Fault in a zeroed array's whole pages at once (where the kernel can: 5.14 on). */
@@ -4564,8 +4548,8 @@ cdef extern from *:
             else sched_yield();
         }
     }
-    static inline void ss_nsplit_short(ss_nsplit *s) {
-        __atomic_store_n(&s->short_, 1, __ATOMIC_RELAXED);
+    static inline void ss_nsplit_short(ss_nsplit *s, int why) {
+        if (why) __atomic_store_n(&s->short_, why == -2 ? 2 : 1, __ATOMIC_RELAXED);
     }
 
     /* out[k] for places[k], k in [k0, k1): y's places first, then x's, prefetched ahead. */
@@ -4586,14 +4570,9 @@ cdef extern from *:
     }
 
     static void ss_nsplit_later(ss_nsplit *s) {
-        ss_perm_src *src = s->theirs;
         ss_populate(s->x + s->n / 2, (size_t)(s->n - s->n / 2) * sizeof(int32_t));
         ss_populate(s->y, (size_t)s->b * sizeof(int32_t));
-        src->lo = s->b - 1;
-        while (src->i > src->lo)
-            if (ss_perm_produce(src, s->ring[1], SS_SPLIT_STEP) <= 0) { ss_nsplit_short(s); break; }
-        if (!s->short_ && ss_fy_ring(src, s->y, s->b - 1, s->lo, s->ring[1]) < 0)
-            ss_nsplit_short(s);
+        ss_nsplit_short(s, ss_nsplit_fy(s->theirs, s->n - s->b, s->y, s->b, s->lo));
         __atomic_store_n(&s->y_done, 1, __ATOMIC_RELEASE);
     }
 
@@ -4616,7 +4595,8 @@ cdef extern from *:
         int started = help && pthread_create(&th, NULL, ss_nsplit_thread, s) == 0;
         int none = 0;
         ss_populate(s->x, (size_t)(s->n / 2) * sizeof(int32_t));
-        if (ss_fy_ring(s->mine, s->x, s->n - 1, s->b - 1, s->ring[0]) < 0) ss_nsplit_short(s);
+        s->mine->lo = s->b - 1;  /* (its queue makes no draw past the earlier steps) */
+        ss_nsplit_short(s, ss_nsplit_fy(s->mine, 0, s->x, s->n, s->b - 1));
         __atomic_store_n(&s->x_done, 1, __ATOMIC_RELEASE);
         if (__atomic_compare_exchange_n(&s->claimed, &none, 2, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST)) {
@@ -4626,7 +4606,7 @@ cdef extern from *:
         ss_nsplit_wait(&s->y_done);
         if (!s->short_) ss_nsplit_look(s, 0, s->m / 2);
         if (started) pthread_join(th, NULL);
-        return s->short_ ? -1 : 0;
+        return -s->short_;
     }
     """
     ctypedef struct ss_nsplit:
@@ -4695,26 +4675,20 @@ cdef void _note_queue(ss_jq *q):
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef int64_t _first_outside(const int64_t[::1] places, int64_t n) noexcept:
-    """The first entry of ``places`` past the epoch of ``n``, or -1."""
+cdef int64_t _scan_places(const int64_t[::1] places, int64_t n, int64_t *least) noexcept:
+    """The first entry of ``places`` past the epoch of ``n`` (or -1), and (``least``) the least
+    non-negative place (``n`` if none): where a permutation's draws may stop, as place ``p`` is
+    final after Fisher-Yates' step ``i = p`` (place 0 after step 1)."""
     cdef Py_ssize_t k
+    cdef int64_t p
+    least[0] = n
     for k in range(places.shape[0]):
-        if places[k] >= n:
+        p = places[k]
+        if p >= n:
             return k
+        if 0 <= p < least[0]:
+            least[0] = p
     return -1
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef int64_t _draws_floor(const int64_t[::1] places, int64_t n) noexcept:
-    """Where a permutation's draws may stop for these places: place ``p`` is final after
-    Fisher-Yates' step ``i = p`` (place 0 after step 1), so the steps down to the least place
-    are needed and no others (with no non-negative place, none)."""
-    cdef int64_t least = n, k
-    for k in range(places.shape[0]):
-        if 0 <= places[k] < least:
-            least = places[k]
-    return max(least - 1, 0)
 
 
 def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _mode=0):
@@ -4755,10 +4729,14 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
         if o.shape[0] != pl.shape[0]:
             raise ValueError("out must be as long as places")
         small = n < (1 << 31)
-    cdef int64_t lo = 0, steps = max(n - 1, 0), b = n, bad = -1
-    if small and not exact:
-        lo = _draws_floor(pl, n)
-        steps = n - 1 - lo
+    cdef int64_t lo = 0, steps = max(n - 1, 0), b = n, least = n, bad = -1
+    if small:
+        bad = _scan_places(pl, n, &least)
+        if bad >= 0:
+            raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
+        if not exact:  # the steps down to the least place are needed and no others
+            lo = max(least - 1, 0)
+            steps = n - 1 - lo
     bit = _bit_generator(rng)
     cdef bint split = small and _mode <= 2 and steps >= max(_naive_split_min, 2) and \
         _raw_mode(bit, _mode, n)  # (its two copies of the generator read PCG64's raws)
@@ -4770,12 +4748,6 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
         # (1e8 samples, the last 1/8 of the places: 0.48 s against 0.28 s on one core).
         b = n - min(max(int(steps * _NAIVE_SPLIT_SHARE), 1), steps - 1)
         split = b <= 2 * steps
-    if split:
-        bad = _first_outside(pl, n)
-        if bad >= 0:
-            raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
-    else:
-        b = n
     full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full
     cdef int32_t[::1] x32 = full if small else None
@@ -4783,10 +4755,11 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
     cdef _Reader theirs = None
     cdef ss_jq q
     cdef ss_perm_src src, src2
-    cdef ss_nsplit *sp = NULL
+    cdef ss_nsplit sp
     cdef int short = 0
     cdef int help = 0
     memset(&q, 0, sizeof(q))
+    memset(&sp, 0, sizeof(sp))
     with bit.lock:
         rd.open(rng, _mode, n)
         try:
@@ -4799,9 +4772,6 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
                 # and more): it is the one that leaves rng where it should be.
                 theirs = _Reader()
                 theirs.open(rng, 2, n)
-                sp = <ss_nsplit *>calloc(1, sizeof(ss_nsplit))
-                if sp == NULL:
-                    raise MemoryError()
                 src2.r = theirs.reader()
                 src2.bg = theirs.bg
                 src2.i = src.i
@@ -4818,7 +4788,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
                 sp.m = pl.shape[0]
                 help = _naive_split_helper and _second_core()
                 with nogil:
-                    short = ss_nsplit_run(sp, help)
+                    short = ss_nsplit_run(&sp, help)
             else:
                 _open_queue(&q, ss_perm_produce, &src, src.i - src.lo, n <= (1 << 32), _mode,
                             _NAIVE_RING)
@@ -4828,13 +4798,14 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
                     else:
                         short = ss_permutation(&q, &src, &x64[0] if n else NULL, n)
         finally:
-            free(sp)
             with nogil:
                 ss_jq_close(&q)
             _note_queue(&q)
             rd.close(theirs is None)
             if theirs is not None:
                 theirs.close()
+    if short == -2:
+        raise MemoryError()
     if short:
         raise RuntimeError("the permutation's draws ran short of its swaps (a bug)")
     if pl is None:
@@ -4844,12 +4815,9 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
             out[...] = pl
         _plan.compose_ids(out, full, None)
         return out
-    if split:
-        return out
-    with nogil:
-        bad = ss_gather32_off(&x32[0] if n else NULL, n, &pl[0] if pl.shape[0] else NULL,
-                              pl.shape[0], &o[0] if o.shape[0] else NULL)
-    if bad >= 0:
-        raise ValueError(f"place {pl[bad]} is outside the epoch of {n}")
+    if not split:
+        with nogil:
+            ss_gather32_off(&x32[0] if n else NULL, &pl[0] if pl.shape[0] else NULL,
+                            pl.shape[0], &o[0] if o.shape[0] else NULL)
     return out
 

@@ -97,7 +97,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             for item in source:
                 count += _count(item, batched)
             elapsed = time.perf_counter() - t0
-        check_row(kind, first, batched=workers is not None)  # outside the timings
+        check_row(kind, first, batched=batched)  # outside the timings
     finally:
         shutil.rmtree(view, ignore_errors=True)
     out = {"ttfs_s": ttfs}
