@@ -680,11 +680,15 @@ def test_permutation_on_two_cores(n, seed, exact, helper, pre, alias, data):
         assert _same_state(ours, twin)
 
 
-def test_permutation_on_two_cores_refuses_places_past_the_epoch():
+@pytest.mark.parametrize("two_cores", [True, False])
+def test_permutation_refuses_places_past_the_epoch_before_drawing(two_cores):
     rng = np.random.default_rng(3)
     before = rng.bit_generator.state
-    with _two_core_naive(), pytest.raises(ValueError, match="place 1000 is outside the epoch"):
-        _shuffle.permutation(rng, 1000, np.array([5, 1000, 7]))
+    with contextlib.ExitStack() as stack:
+        if two_cores:
+            stack.enter_context(_two_core_naive())
+        with pytest.raises(ValueError, match="place 1000 is outside the epoch"):
+            _shuffle.permutation(rng, 1000, np.array([5, 1000, 7]))
     assert rng.bit_generator.state == before  # refused before any draw
 
 
