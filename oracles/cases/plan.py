@@ -320,6 +320,102 @@ def batching_cases(rs: np.random.RandomState) -> list[dict]:
     return out
 
 
+def _large_sizes(rs: np.random.RandomState, shards: int, top: int) -> list[int]:
+    kind = str(rs.choice(["even", "uneven", "mixed"]))
+    if kind == "even":
+        return [top] * shards
+    if kind == "uneven":
+        return rs.randint(1, top + 1, shards).tolist()
+    return [int(rs.choice([1, 7, top // 2, top])) for _ in range(shards)]
+
+
+def large_cases(rs: np.random.RandomState) -> list[dict]:
+    """Whole epochs of 1e5-3e6 samples, where the kernels' fast paths engage (a helper thread
+    making raws or draws ahead, jumps over raws nobody reads, py1e's head first), as digests:
+    the whole work array and every worker's view of it."""
+    from streaming.base.batching import generate_work
+    from streaming.base.world import World
+
+    out = []
+    algos = ["naive", "py1br", "py1e", "py1s", "py2s"]
+    worlds = [(1, 1, 1), (1, 8, 2), (1, 2, 1), (2, 4, 2), (1, 1, 4), (4, 2, 1)]
+    made: list = []
+
+    def keep(*args):  # generate_work, keeping the work for its views
+        made.append(generate_work(*args))
+        return made[-1]
+
+    for i in range(30):
+        algo = algos[i % 5]
+        head = algo == "py1e" and i % 10 == 2  # one big canonical node: py1e's head comes first
+        num_streams = 1 if head or rs.rand() < 0.6 else int(rs.choice([2, 3]))
+        shards = [int(rs.randint(60, 300)) // num_streams for _ in range(num_streams)]
+        top = int(rs.choice([4000, 10000, 20000]))
+        if head:  # at least HEAD_MIN_SAMPLES (2**20) per canonical node
+            shards, top = [int(rs.randint(110, 250))], 20000
+        samples_per_shard = []
+        for k in shards:
+            samples_per_shard += _large_sizes(rs, k, top)
+        if head:
+            samples_per_shard = [top] * shards[0]
+        samples_per_stream = []
+        at = 0
+        for k in shards:
+            samples_per_stream.append(sum(samples_per_shard[at : at + k]))
+            at += k
+        resample = not head and rs.rand() < 0.4
+        repeats = [float(rs.choice([0.5, 1.0, 1.5])) if resample else None for _ in shards]
+        weights = _weights([(None, r, None) for r in repeats], samples_per_stream, None, 9176)
+        pn, rpn, wpr = worlds[0 if head else rs.randint(len(worlds))]
+        if head:
+            rpn, wpr = int(rs.choice([1, 8])), int(rs.choice([1, 2]))
+        ncs = [1, 2] if head else [1, 3, 8, 64] if algo in ("py1s", "py2s") else [1, 2, 8, 16]
+        nc = int(rs.choice(ncs)) * (1 if head else pn)
+        spec = {
+            "samples_per_shard": samples_per_shard,
+            "shards_per_stream": shards,
+            "proportion_per_stream": weights[0],
+            "choose_per_stream": weights[2],
+            "num_canonical_nodes": nc,
+            "batch_size": int(rs.choice([1, 8, 32])),
+            "shuffle": True,
+            "shuffle_algo": algo,
+            "shuffle_seed": int(rs.choice(SEEDS + [2**63 - 11, 12345678901])),
+            "shuffle_block_size": int(rs.choice([1 << 18, 1 << 20, 5000, 99991])),
+            "partition_algo": str(rs.choice(["orig", "relaxed"])),
+            "sampling_method": str(rs.choice(["balanced", "balanced", "fixed"])),
+            "sampling_granularity": int(rs.choice([1, 1, 1, 100])),
+            "initial_physical_nodes": None,
+        }
+        ds = _fake_dataset(spec)
+        world = World(pn, rpn, wpr, 0)
+        total = ds.epoch_size
+        step = spec["batch_size"] * pn * rpn
+        sample_in_epoch = 0 if head else int(rs.choice([0, 0, step * 5, total // 3]))
+        epoch = int(rs.randint(0, 3))
+        made.clear()
+        res = _run(keep, "random", ds, world, epoch, sample_in_epoch)
+        if made:
+            work = made[-1]
+            res["views"] = [
+                [n, r, w, _digest(work[n, r, w].reshape(-1))]
+                for n in range(work.shape[0])
+                for r in range(work.shape[1])
+                for w in range(work.shape[2])
+            ]
+        out.append(
+            {
+                "spec": spec,
+                "world": [pn, rpn, wpr],
+                "epoch": epoch,
+                "sample_in_epoch": sample_in_epoch,
+                "head": head,
+                **res,
+            }
+        )
+    return out
+
+
 def generate(outdir: pathlib.Path) -> None:
     logging.disable(logging.CRITICAL)
     rs = np.random.RandomState(20240613)
@@ -330,6 +426,7 @@ def generate(outdir: pathlib.Path) -> None:
         "weights": weight_cases,
         "resample": resample_cases,
         "batching": batching_cases,
+        "large": large_cases,
     }
     for name, make in groups.items():
         cases = make(rs)

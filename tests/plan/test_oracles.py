@@ -18,6 +18,8 @@ from streaming.plan import (
     get_shuffle,
     resample_streams,
     resolve_stream_weights,
+    worker_plan,
+    worker_plan_head,
 )
 
 _CACHE: dict[str, list[dict]] = {}
@@ -163,3 +165,50 @@ def test_batching_matches_reference(oracles, method):
         pn, rpn, wpr = case["world"]
         result, error = _run(epoch_work, spec, pn, rpn, wpr, case["epoch"], case["sample_in_epoch"])
         _assert_case(case, result, error)
+
+
+def _large(oracles, pick) -> list[tuple[dict, tuple]]:
+    out = []
+    for case in _cases(oracles, "large"):
+        if pick(case):
+            pn, rpn, wpr = case["world"]
+            args = (_spec(case["spec"]), pn, rpn, wpr, case["epoch"], case["sample_in_epoch"])
+            out.append((case, args))
+    return out
+
+
+@pytest.mark.parametrize("algo", ["naive", "py1br", "py1e", "py1s", "py2s"])
+def test_large_plans_match_reference(oracles, algo):
+    """Epochs of 1e5-5e6 samples, where the kernels' fast paths engage (helper threads, jumps
+    over raws nobody reads): the whole work and every worker's own view (``worker_plan``, which
+    plans only what that worker reads) equal the reference's, digest for digest."""
+    cases = _large(oracles, lambda c: c["spec"]["shuffle_algo"] == algo)
+    assert len(cases) >= 5
+    for case, args in cases:
+        result, error = _run(epoch_work, *args)
+        _assert_case(case, result, error)
+        for n, r, w, want in case["views"]:
+            view, error = _run(worker_plan, *args, n, r, w)
+            if error is not None:
+                raise error
+            _assert_array(view, want)
+
+
+def test_large_py1e_heads_match_reference(oracles):
+    """py1e over canonical nodes of >= 2**20 samples gives every worker its first ids before the
+    rest is planned (``worker_plan_head``): both parts together are the reference's view."""
+    cases = _large(oracles, lambda c: c["head"])
+    heads = 0
+    for case, args in cases:
+        for n, r, w, want in case["views"]:
+            got, error = _run(worker_plan_head, *args, n, r, w)
+            if error is not None:
+                raise error
+            if got is None:  # (places alternating between canonical nodes: no head)
+                assert args[0].num_canonical_nodes > 1, (case["world"], n, r, w)
+                continue
+            heads += 1
+            first, rest = got
+            assert args[0].batch_size <= len(first) < want["shape"][0]
+            _assert_array(np.concatenate([first, rest()]), want)
+    assert heads >= 16
