@@ -173,6 +173,10 @@ cdef extern from *:
     #include <stdlib.h>
     #include <sys/mman.h>
     #define SR_CHUNK 8192
+    /* The chunk made after a jump, doubling from there: what is read between two jumps is often
+       a word or two (py1e's block size between the shifts it jumps over, span after span), and a
+       full chunk would be made only for the next jump to pass over most of it. */
+    #define SR_AFTER_JUMP 4
     typedef struct ss_raw {
         const uint64_t *buf;
         int64_t pos, end, taken;     /* taken: raws of the chunks read before this one */
@@ -191,10 +195,11 @@ cdef extern from *:
     /* A jump is NumPy's PCG64.advance, a Python call: it waits for the GIL, up to the switch
        interval (5 ms) when another Python thread is busy, where reading and dropping a span's
        raws takes ~SS_RAW_NS ns a raw. Raws are read instead of jumped over while reading them
-       costs less than the last jump did (0: the default; 1: always read, tests). */
+       costs less than the last jump did (0: the default; 1: always read; 2: always jump; tests). */
     #define SS_RAW_NS 3
     static int ss_jump_mode = 0;
     static int64_t ss_jump_reads = 0;  /* skips read instead of jumped (atomic; tests) */
+    static int64_t ss_raws_made = 0;   /* raws made by readers' own chunks (atomic; tests) */
     static void ss_pref_refill(ss_raw *r);
 
     /* 0 on success, -1 out of memory. */
@@ -226,6 +231,7 @@ cdef extern from *:
         uint64_t (*next64)(void *) = r->src->next_uint64;
         void *st = r->src->state;
         for (k = 0; k < m; k++) r->own[k] = next64(st);
+        __atomic_add_fetch(&ss_raws_made, m, __ATOMIC_RELAXED);
         r->own_next = m * 2 < SR_CHUNK ? m * 2 : SR_CHUNK;
         r->buf = r->own;
         r->end = m;
@@ -239,8 +245,10 @@ cdef extern from *:
         r->pos = r->end;
         m -= step;
         if (r->jump != NULL) {
-            if (r->pref != NULL || (ss_jump_mode == 0 && m * SS_RAW_NS >= r->jump_ns)) {
+            if (r->pref != NULL || ss_jump_mode == 2
+                    || (ss_jump_mode == 0 && m * SS_RAW_NS >= r->jump_ns)) {
                 r->pending += m;
+                r->own_next = SR_AFTER_JUMP;
                 return;
             }
             /* Cheaper to read: and once four times as much has been read as the last jump
@@ -1813,6 +1821,7 @@ cdef extern from *:
     int64_t ss_raw_used(const ss_raw *r) nogil
     int ss_jump_mode
     int64_t ss_jump_reads
+    int64_t ss_raws_made
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
@@ -2748,11 +2757,12 @@ cdef Py_ssize_t _draw_spans_picked(ss_raw *r, bitgen_t *bg, const int64_t[:] beg
 
 def _set_jump_mode(int mode):
     """Tests: whether raws nobody reads are jumped over (0: unless reading them is cheaper than
-    the last jump, the default) or always read (1). Returns the old mode."""
+    the last jump, the default), always read (1) or always jumped over (2). Returns the old
+    mode."""
     global ss_jump_mode
     cdef int old = ss_jump_mode
-    if mode not in (0, 1):
-        raise ValueError(f"mode must be 0 or 1, got {mode}")
+    if mode not in (0, 1, 2):
+        raise ValueError(f"mode must be 0, 1 or 2, got {mode}")
     ss_jump_mode = mode
     return old
 
@@ -2760,6 +2770,11 @@ def _set_jump_mode(int mode):
 def _jump_reads():
     """Tests: how many skips were read instead of jumped over, in this process."""
     return ss_jump_reads
+
+
+def _raws_made():
+    """Tests: how many raws readers made in their own chunks (no helper), in this process."""
+    return ss_raws_made
 
 
 def _set_py1e_stream(int mode):

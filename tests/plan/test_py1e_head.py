@@ -350,6 +350,29 @@ def test_skips_read_instead_of_jumped_give_the_same_views():
     assert np.array_equal(got[0], get_shuffle("py1e", sizes, 12, 3, 1, 2_000)[places])
 
 
+def test_nodes_passed_cost_only_their_words():
+    # The last worker of 8 nodes wants only the last node: the 7 before it are passed, their
+    # Fisher-Yates words read (~0.73 raws a sample in 10k-sample spans) and their shifts jumped
+    # over. Between two jumps only a block size is read, so the chunk made after a jump stays
+    # short: a full one (8k raws) there, two spans in every two, made ~1.14 raws a sample.
+    sizes = np.full(400, 10_000, np.int64)
+    n = int(sizes.sum())
+    made = []
+    old = _shuffle._set_jump_mode(2)  # (always jump: the count does not hang on timings)
+    try:
+        for rank, worker in ((0, 0), (7, 1)):
+            places = worker_partition("relaxed", n, 8, 1, 8, 2, 32, 0, None, 0, rank, worker)
+            places = places[places >= 0]
+            before = _shuffle._raws_made()
+            got = shuffle_places("py1e", sizes, 8, 9, 0, 1 << 18, places)
+            made.append(_shuffle._raws_made() - before)
+            assert np.array_equal(got, get_shuffle("py1e", sizes, 8, 9, 0, 1 << 18)[places])
+    finally:
+        _shuffle._set_jump_mode(old)
+    passed = 7 * n // 8  # (either view draws one node whole)
+    assert 0.7 * passed < made[1] - made[0] < 0.8 * passed
+
+
 def test_views_beside_a_busy_python_thread():
     # Another Python thread keeps the GIL busy: jumps then wait for it, and the reader reads
     # instead; the view is the same (this checks the ids, not the time).
