@@ -15,7 +15,8 @@ Two ways to draw, with the same results and the Generator left in the same state
   jumped over with ``PCG64.advance``; at the end the Generator itself is advanced by the raws
   read and its buffered half restored (``state``). No PCG64 stepping is written here. With
   much to read and a second core allowed, a helper thread makes raws ahead from more copies
-  (py1e, py1s, py2s); for naive and py1br a helper thread instead makes the draws themselves
+  (py1e, py1s, py2s; for a py1e view, in windows about where it will read them: ``ss_win``);
+  for naive and py1br a helper thread instead makes the draws themselves
   (block sizes and Fisher-Yates indices, which do not depend on the ids) into a draw queue
   while the caller lays out ids and swaps (``ss_jq``).
 
@@ -30,6 +31,7 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 from cpython.pycapsule cimport PyCapsule_GetPointer
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.math cimport sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from numpy cimport npy_intp
@@ -170,6 +172,7 @@ cdef extern from *:
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #endif
+    #include <math.h>
     #include <stdlib.h>
     #include <sys/mman.h>
     #define SR_CHUNK 8192
@@ -189,6 +192,8 @@ cdef extern from *:
         void (*jump)(void *ctx, int64_t m);
         void *jump_ctx;
         struct ss_pref *pref;        /* a helper thread making raws ahead, or NULL */
+        struct ss_win *win;          /* raws made ahead in windows (ss_win), or NULL */
+        int64_t src_at;              /* the index src is at (its own chunks: past the last) */
         int64_t jump_ns;             /* what jumping costs now: the last jump's time (the GIL's
                                         wait included), less the reads made instead since */
     } ss_raw;
@@ -200,6 +205,7 @@ cdef extern from *:
     static int ss_jump_mode = 0;
     static int64_t ss_jump_reads = 0;  /* skips read instead of jumped (atomic; tests) */
     static int64_t ss_raws_made = 0;   /* raws made by readers' own chunks (atomic; tests) */
+    static int64_t ss_win_raws = 0;    /* raws readers took from windows (ss_win; tests) */
     static void ss_pref_refill(ss_raw *r);
 
     /* 0 on success, -1 out of memory. */
@@ -215,16 +221,19 @@ cdef extern from *:
         r->own = NULL;
     }
 
+    static int ss_win_serve(ss_raw *r, int64_t at);
     static void ss_refill(ss_raw *r) {
         if (r->pref != NULL) { ss_pref_refill(r); return; }
-        r->taken += r->end;
+        int64_t at = r->taken + r->end + r->pending;  /* the index needed next */
+        if (r->win != NULL && ss_win_serve(r, at)) return;
+        r->taken = at;
         r->pos = 0;
-        if (r->pending) {
+        r->pending = 0;
+        if (at != r->src_at) {  /* jumped over, or made in a window */
             int64_t t0 = ss_now_ns();
-            r->jump(r->jump_ctx, r->pending);
+            r->jump(r->jump_ctx, at - r->src_at);
             r->jump_ns = ss_now_ns() - t0;
-            r->taken += r->pending;
-            r->pending = 0;
+            r->src_at = at;
         }
         /* Chunks start small so that short calls do not draw far ahead. */
         int64_t m = r->own_next, k;
@@ -232,6 +241,7 @@ cdef extern from *:
         void *st = r->src->state;
         for (k = 0; k < m; k++) r->own[k] = next64(st);
         __atomic_add_fetch(&ss_raws_made, m, __ATOMIC_RELAXED);
+        r->src_at += m;
         r->own_next = m * 2 < SR_CHUNK ? m * 2 : SR_CHUNK;
         r->buf = r->own;
         r->end = m;
@@ -626,6 +636,208 @@ cdef extern from *:
         r->pref = NULL;
     }
 
+    /* ---- Raws made ahead in windows, on a second core ----
+       A py1e view passes the nodes before the one it wants: each node's Fisher-Yates words are
+       read (their count depends on the words: only the reader can count them) and its shifts
+       jumped over. Where a node's words start is known only once the nodes before are counted,
+       but closely (the count's spread is ~440 raws a node of 1.25M samples), and raws are the
+       same whoever makes them: a helper thread makes, for each node, the raws from a little
+       before its expected start to a little past its expected end (a window), from a copy of
+       the bit generator moved there in advance, while the reader counts the nodes before it.
+       The reader then reads a node's words from its window, just behind the helper if need be;
+       an index outside every window (a count far off what was expected) or ahead of the helper
+       it makes itself, so it never depends on the helper, and the helper leaves a window the
+       reader is ahead in for the next one: the two share the making. At most SW_LIVE windows
+       are kept at a time (a node's is cut in pieces of at most 8 MB), in buffers made once. */
+    #define SW_LIVE 3
+    static void *ss_alloc(size_t bytes);
+    static int ss_win_wait = 0;        /* tests: the reader always waits for the helper */
+    #define SW_NEAR 16384            /* raws the reader may be ahead of the helper and wait */
+    enum { SW_NONE, SW_FILLING, SW_FILLED, SW_GONE };
+    typedef struct ss_win {
+        pthread_mutex_t mu;
+        pthread_t th;
+        int started, stop;
+        int64_t n, cur;              /* windows, and the first one the reader is not past */
+        int64_t *start, *len;        /* each window's first raw index and its raws */
+        bitgen_t **gen;              /* copies at each window's start (the caller's) */
+        uint64_t **buf;              /* each window's raws: one of the pool's buffers */
+        uint64_t *pool[SW_LIVE];     /* window k fills pool[k % SW_LIVE], made once (huge
+                                        pages where the kernel allows: fresh pages cost) */
+        int64_t most;                /* raws of the longest window */
+        int64_t *done;               /* raws made in each window so far (atomic) */
+        int *state;                  /* SW_* (atomic; changed under mu) */
+        int *quit;                   /* the helper stops filling a window the reader is
+                                        ahead in (atomic) */
+        int64_t passed;              /* windows the reader is past (atomic) */
+        int64_t at;                  /* the index the reader last needed (atomic) */
+        int off;                     /* the helper stalled: the reader no longer waits for it */
+        int over;                    /* the helper is done (atomic) */
+    } ss_win;
+
+    static void *ss_win_main(void *arg) {
+        ss_win *w = (ss_win *)arg;
+        for (int64_t k = 0; k < w->n; k++) {
+            while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)
+                   && k - __atomic_load_n(&w->passed, __ATOMIC_ACQUIRE) >= SW_LIVE) {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            }
+            if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) break;
+            /* (Window k - SW_LIVE, which used this buffer, is passed: the reader reads from it
+               no more, and this thread filled it before this one.) */
+            uint64_t **slot = &w->pool[k % SW_LIVE];
+            if (*slot == NULL) *slot = (uint64_t *)ss_alloc((size_t)w->most * sizeof(uint64_t));
+            if (*slot == NULL) break;
+            pthread_mutex_lock(&w->mu);
+            if (w->cur > k
+                    || (!ss_win_wait && __atomic_load_n(&w->at, __ATOMIC_RELAXED) > w->start[k])) {
+                __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);  /* left to the reader */
+                pthread_mutex_unlock(&w->mu);  /* (it is in it or past it already) */
+                continue;
+            }
+            w->buf[k] = *slot;
+            __atomic_store_n(&w->state[k], SW_FILLING, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&w->mu);
+            ss_fill(w->gen[k], w->buf[k], w->len[k], &w->done[k], &w->quit[k]);
+            pthread_mutex_lock(&w->mu);
+            if (w->state[k] != SW_GONE)
+                __atomic_store_n(&w->state[k], SW_FILLED, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&w->mu);
+        }
+        __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
+        return NULL;
+    }
+
+    /* The reader is past window k (its buffer can take another window). */
+    static void ss_win_pass(ss_win *w, int64_t k) {
+        pthread_mutex_lock(&w->mu);
+        __atomic_store_n(&w->state[k], SW_GONE, __ATOMIC_RELAXED);
+        w->cur = k + 1;
+        pthread_mutex_unlock(&w->mu);
+        __atomic_store_n(&w->passed, k + 1, __ATOMIC_RELEASE);
+    }
+
+    /* Serve the reader's next raws (from index at) out of a window: 1 if served. */
+    static int ss_win_serve(ss_raw *r, int64_t at) {
+        ss_win *w = r->win;
+        __atomic_store_n(&w->at, at, __ATOMIC_RELAXED);
+        while (w->cur < w->n && w->start[w->cur] + w->len[w->cur] <= at) ss_win_pass(w, w->cur);
+        if (w->cur >= w->n || at < w->start[w->cur]) return 0;
+        int64_t k = w->cur, off = at - w->start[k];
+        int64_t done = __atomic_load_n(&w->done[k], __ATOMIC_ACQUIRE);
+        /* Just ahead of the helper: wait while it makes progress (it publishes every SP_STEP
+           raws, ~2 us). A window it has not started, an index far ahead of it, or a helper
+           that shows no progress for SP_SPIN polls (its core is busy): not waited for. */
+        int64_t seen = done;
+        for (int spin = 0; done <= off && (ss_win_wait || (off - done < SW_NEAR && !w->off));
+             spin++) {
+            int st = __atomic_load_n(&w->state[k], __ATOMIC_RELAXED);
+            if (ss_win_wait && st == SW_NONE && !__atomic_load_n(&w->quit[k], __ATOMIC_RELAXED)
+                    && !__atomic_load_n(&w->over, __ATOMIC_ACQUIRE)) {
+                SS_PAUSE();  /* (tests: the helper will come to it) */
+                continue;
+            }
+            if (st != SW_FILLING) break;
+            if (spin >= SP_SPIN && !ss_win_wait) { w->off = 1; break; }
+            SS_PAUSE();
+            done = __atomic_load_n(&w->done[k], __ATOMIC_ACQUIRE);
+            if (done != seen) { seen = done; spin = 0; }
+        }
+        if (done <= off) {
+            /* Ahead of the helper: the reader makes the rest of this window, the helper moves
+               on to the next one. */
+            __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);
+            return 0;
+        }
+        __atomic_add_fetch(&ss_win_raws, done - off, __ATOMIC_RELAXED);
+        r->buf = w->buf[k] + off;
+        r->end = done - off;
+        r->taken = at;
+        r->pos = 0;
+        r->pending = 0;
+        return 1;
+    }
+
+    /* Start the helper over n windows (start, len: sorted, disjoint; gen: copies at each
+       start, kept alive by the caller until ss_win_free). 0 when it runs. */
+    static int ss_win_start(ss_raw *r, int64_t n, const int64_t *start, const int64_t *len,
+                            bitgen_t **gen) {
+        ss_win *w = (ss_win *)calloc(1, sizeof(ss_win));
+        if (w == NULL) return -1;
+        w->n = n;
+        w->start = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+        w->len = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+        w->gen = (bitgen_t **)malloc((size_t)n * sizeof(bitgen_t *));
+        w->buf = (uint64_t **)calloc((size_t)n, sizeof(uint64_t *));
+        w->done = (int64_t *)calloc((size_t)n, sizeof(int64_t));
+        w->state = (int *)calloc((size_t)n, sizeof(int));
+        w->quit = (int *)calloc((size_t)n, sizeof(int));
+        if (!w->start || !w->len || !w->gen || !w->buf || !w->done || !w->state || !w->quit)
+            goto fail;
+        memcpy(w->start, start, (size_t)n * sizeof(int64_t));
+        memcpy(w->len, len, (size_t)n * sizeof(int64_t));
+        memcpy(w->gen, gen, (size_t)n * sizeof(bitgen_t *));
+        for (int64_t k = 0; k < n; k++) if (len[k] > w->most) w->most = len[k];
+        pthread_mutex_init(&w->mu, NULL);
+        if (pthread_create(&w->th, NULL, ss_win_main, w) != 0) {
+            pthread_mutex_destroy(&w->mu);
+            goto fail;
+        }
+        w->started = 1;
+        r->win = w;
+        return 0;
+    fail:
+        free(w->start); free(w->len); free(w->gen); free(w->buf); free(w->done); free(w->state);
+        free(w->quit); free(w);
+        return -1;
+    }
+
+    /* Stop and join the helper, free the windows. The reader must not read from them after
+       this: call it when the reader is done (or moved on to its own chunks). */
+    static void ss_win_free(ss_raw *r) {
+        ss_win *w = r->win;
+        if (w == NULL) return;
+        __atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED);
+        for (int64_t k = 0; k < w->n; k++) __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);
+        if (w->started) pthread_join(w->th, NULL);
+        for (int k = 0; k < SW_LIVE; k++) free(w->pool[k]);
+        pthread_mutex_destroy(&w->mu);
+        free(w->start); free(w->len); free(w->gen); free(w->buf); free(w->done); free(w->state);
+        free(w->quit); free(w);
+        r->win = NULL;
+    }
+
+    /* Fisher-Yates's expected 32-bit words for a span of n samples, and their variance: for
+       i = n-1 .. 1, words until one masked to i's bit length is <= i, a geometric count with
+       p = (i + 1) / 2**bits(i). Summed an octave at a time with the harmonic sums' expansions
+       (exact sums below 64 terms). */
+    static double ss_harm(double x) {  /* sum_{j=1}^{x} 1/j */
+        double h = 0;
+        if (x >= 64) return log(x) + 0.5772156649015329 + 1 / (2 * x) - 1 / (12 * x * x);
+        for (int64_t j = 1; j <= (int64_t)x; j++) h += 1.0 / (double)j;
+        return h;
+    }
+    static double ss_harm2(double x) {  /* sum_{j=1}^{x} 1/j**2 */
+        double h = 0;
+        if (x >= 64) return 1.6449340668482264 - 1 / x + 1 / (2 * x * x) - 1 / (6 * x * x * x);
+        for (int64_t j = 1; j <= (int64_t)x; j++) h += 1.0 / ((double)j * (double)j);
+        return h;
+    }
+    static void ss_fy_words_moments(int64_t n, double *mean, double *var) {
+        double m = 0, v = 0;
+        for (int b = 0; b < 62 && ((int64_t)1 << b) <= n - 1; b++) {
+            int64_t lo = (int64_t)1 << b, hi = ((int64_t)1 << (b + 1)) - 1;
+            if (hi > n - 1) hi = n - 1;
+            double K = (double)((int64_t)1 << (b + 1));  /* mask + 1 */
+            /* sums over j = i + 1 in [lo + 1, hi + 1] */
+            double s1 = ss_harm((double)(hi + 1)) - ss_harm((double)lo);
+            double s2 = ss_harm2((double)(hi + 1)) - ss_harm2((double)lo);
+            m += K * s1;
+            v += K * K * s2 - K * s1;
+        }
+        *mean = m; *var = v;
+    }
     /* ---- Draws made ahead on a second core: a draw queue ----
        A shuffle's draws (the block sizes it draws, the Fisher-Yates indices it accepts) depend
        only on the generator, not on the ids being shuffled, so a producer can make them in
@@ -1822,6 +2034,8 @@ cdef extern from *:
     int ss_jump_mode
     int64_t ss_jump_reads
     int64_t ss_raws_made
+    int64_t ss_win_raws
+    int ss_win_wait
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
     void ss_fisher_yates_skip(ss_raw *r, int64_t n) nogil
@@ -1845,6 +2059,10 @@ cdef extern from *:
     int ss_pass_node(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int spread,
                      int64_t low, int64_t high) nogil
     void ss_raw_seek_span(ss_raw *r, const ss_spanpos *p) nogil
+    int ss_win_start(ss_raw *r, int64_t n, const int64_t *start, const int64_t *len,
+                     bitgen_t **gen) nogil
+    void ss_win_free(ss_raw *r) nogil
+    void ss_fy_words_moments(int64_t n, double *mean, double *var) nogil
     void *ss_alloc(size_t bytes) nogil
     int ss_py1e_skip(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans, int64_t low,
                      int64_t high) nogil
@@ -2478,7 +2696,8 @@ cdef object _helper_copies(object bit, bint spread, const int64_t[:] sizes,
     on another core; else None."""
     if mode == 3:
         return [_copy_of(bit) for _ in range(3)]
-    # py1e jumps over most raws of the nodes it skips (measured: no gain).
+    # py1e jumps over most raws of the nodes it skips (measured: no gain); a py1e view's
+    # raws are made ahead in windows instead (_passed_windows).
     if mode != 0 or spread:
         return None
     cdef Py_ssize_t k
@@ -2777,6 +2996,26 @@ def _raws_made():
     return ss_raws_made
 
 
+def _set_window_mode(int mode):
+    """Tests: py1e views' windows of raws made ahead (``ss_win``): 0 as worth it (the default),
+    1 never, 2 always with the reader waiting for the helper, 3 as 2 with every window moved
+    later, so that the reader starts each node 1,000 raws before its window.
+    Returns the old mode."""
+    global _window_mode, ss_win_wait
+    cdef int old = _window_mode
+    if mode not in (0, 1, 2, 3):
+        raise ValueError(f"mode must be 0, 1, 2 or 3, got {mode}")
+    _window_mode = mode
+    ss_win_wait = mode >= 2
+    return old
+
+
+def _window_raws():
+    """Tests: how many raws readers took from windows a helper made (``ss_win``), in this
+    process (counted as served, so raws a reader then passes over count too)."""
+    return ss_win_raws
+
+
 def _set_py1e_stream(int mode):
     """Tests: which py1e nodes are ordered in scratch bounded by the block size (see
     ``ss_py1e_node_stream``): 0 large ones (the default), 1 none, 2 all. Returns the old mode."""
@@ -2886,15 +3125,94 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
                 gens[k] = _bitgen(helpers[k])
                 ctxs[k] = <void *>helpers[k]
             ss_pref_start(&r, gens, ctxs)  # on failure the reader goes on alone
+        elif spread and buf != NULL and mode == 0:
+            windows = _passed_windows(&r, bit, sizes, node_spans, want_bounds, limit)
         with nogil:
             bad = _draw_nodes(&r, &rbg, spread, begins, sizes, node_spans, low, high, out, want,
                               want_bounds, o32, o64, cols, last, exact, buf, j, sp, warn, known)
     finally:
         with nogil:
+            ss_win_free(&r)
             ss_pref_free(&r)
         ss_raw_close(&r)
         _raw_finish(&r, bit)
     return bad
+
+
+# Fewer raws than this in a py1e view's windows: a helper costs more than it saves.
+_window_min_raws = 500_000
+# Raws in a window at most (8 MB; a node's is cut in pieces): ss_win keeps SW_LIVE at a time.
+_window_piece = 1 << 20
+cdef int _window_mode = 0  # tests (_set_window_mode)
+
+
+cdef object _passed_windows(ss_raw *r, object bit, const int64_t[:] sizes,
+                            const int64_t[:] node_spans, const int64_t[:] want_bounds,
+                            Py_ssize_t limit):
+    """Start a helper making raws ahead for a py1e view (``ss_win``), about where the view will
+    read them: for each node it passes after the first, its Fisher-Yates words (its shifts are
+    jumped over), and for each node it wants, all of its raws (the first node's after its
+    words). A window runs from the expected raws before it, less 8 standard deviations of
+    their count, to its expected end plus as much. Returns the copies the helper makes them
+    from (the caller keeps them until ``ss_win_free``), or None when not worth it."""
+    cdef Py_ssize_t c, k, a, z
+    cdef int64_t n, piece, size, at = 0
+    cdef bint wanted
+    cdef double m, v, fy_mean, fy_var, spread = 0.0, lo, hi, shift, prev_end = 0.0
+    if _window_mode == 1 or (_window_mode == 0 and not _second_core()):
+        return None
+    starts, lens = [], []
+    for c in range(limit):
+        a, z = node_spans[c], node_spans[c + 1]
+        fy_mean = fy_var = 0.0
+        n = 0
+        for k in range(a, z):
+            ss_fy_words_moments(sizes[k], &m, &v)
+            fy_mean += m
+            fy_var += v
+            n += sizes[k]
+        # Raws: two words each; then a block size (a word) and the shifts (a raw a sample) per
+        # span.
+        fy_mean /= 2
+        fy_var /= 4
+        wanted = want_bounds[z] > want_bounds[a]
+        if n and (c > 0 or wanted):
+            shift = 8 * sqrt(spread) + 64 + 1000 if _window_mode == 3 else 0.0
+            # A node passed: its words; one wanted: all its raws (words, block sizes, shifts),
+            # for the first node only those after its words (the reader starts there at once).
+            lo = at + shift - 8 * sqrt(spread) - 64 if c > 0 else fy_mean - 8 * sqrt(fy_var) - 64
+            lo = max(lo, prev_end)
+            hi = (at + shift + fy_mean + (n + (z - a) / 2.0 if wanted else 0.0)
+                  + 8 * sqrt(spread + fy_var) + 64)
+            piece = <int64_t>lo
+            while piece < <int64_t>hi:  # in pieces: the helper keeps only a few at a time
+                size = min(<int64_t>hi - piece, <int64_t>_window_piece)
+                starts.append(piece)
+                lens.append(size)
+                piece += size
+            prev_end = max(prev_end, float(int(hi)))
+        at += <int64_t>(fy_mean + n + (z - a) / 2.0)
+        spread += fy_var
+    if not starts or (sum(lens) < _window_min_raws and _window_mode == 0):
+        return None
+    copies = []
+    cdef bitgen_t **gens = <bitgen_t **>malloc(len(starts) * sizeof(bitgen_t *))
+    if gens == NULL:
+        return None
+    cdef int64_t[::1] st = np.array(starts, np.int64), ln = np.array(lens, np.int64)
+    try:
+        state = bit.state
+        for k in range(len(starts)):
+            copy = _copy_of(bit)
+            copy.state = state
+            copy.advance(starts[k])
+            copies.append(copy)
+            gens[k] = _bitgen(copy)
+        if ss_win_start(r, len(starts), &st[0], &ln[0], gens) != 0:
+            return None
+    finally:
+        free(gens)
+    return copies
 
 
 cdef Py_ssize_t _draw_nodes_with_scout(object bit, ss_raw *r, bitgen_t *rbg,

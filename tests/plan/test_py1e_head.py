@@ -358,7 +358,8 @@ def test_nodes_passed_cost_only_their_words():
     sizes = np.full(400, 10_000, np.int64)
     n = int(sizes.sum())
     made = []
-    old = _shuffle._set_jump_mode(2)  # (always jump: the count does not hang on timings)
+    # (Always jump, and no helper making raws ahead: the count does not hang on timings.)
+    old, old_windows = _shuffle._set_jump_mode(2), _shuffle._set_window_mode(1)
     try:
         for rank, worker in ((0, 0), (7, 1)):
             places = worker_partition("relaxed", n, 8, 1, 8, 2, 32, 0, None, 0, rank, worker)
@@ -369,8 +370,44 @@ def test_nodes_passed_cost_only_their_words():
             assert np.array_equal(got, get_shuffle("py1e", sizes, 8, 9, 0, 1 << 18)[places])
     finally:
         _shuffle._set_jump_mode(old)
+        _shuffle._set_window_mode(old_windows)
     passed = 7 * n // 8  # (either view draws one node whole)
     assert 0.7 * passed < made[1] - made[0] < 0.8 * passed
+
+
+@pytest.mark.parametrize("mode", [2, 3])
+def test_nodes_passed_read_from_windows_made_ahead(mode):
+    # The last worker's view passes 7 nodes, then draws the last: a helper makes the words of
+    # each passed after the first, and the last node's raws, ahead in windows about where they
+    # are expected, and the reader reads them there (mode 2:
+    # it always waits for the helper; 3: each window also starts after the node's words do, so
+    # the reader makes their first raws itself). The same ids, and the raws the reader made
+    # itself fall by about what it took from the windows.
+    sizes = np.full(400, 10_000, np.int64)
+    n = int(sizes.sum())
+    places = worker_partition("relaxed", n, 8, 1, 8, 2, 32, 0, None, 0, 7, 1)
+    places = places[places >= 0]
+    expect = get_shuffle("py1e", sizes, 8, 9, 0, 1 << 18)[places]
+    made, taken = {}, {}
+    old = _shuffle._set_jump_mode(2)
+    try:
+        for windows in (1, mode):
+            old_windows = _shuffle._set_window_mode(windows)
+            before, took = _shuffle._raws_made(), _shuffle._window_raws()
+            try:
+                got = shuffle_places("py1e", sizes, 8, 9, 0, 1 << 18, places)
+            finally:
+                _shuffle._set_window_mode(old_windows)
+            made[windows] = _shuffle._raws_made() - before
+            taken[windows] = _shuffle._window_raws() - took
+            assert np.array_equal(got, expect)
+    finally:
+        _shuffle._set_jump_mode(old)
+    # The words of the nodes passed after the first (the first's are the reader's at once),
+    # and the last node's raws whole (its words, then a shift a sample).
+    in_windows = 0.73 * (7 * n // 8) + n // 8
+    assert taken[1] == 0 and taken[mode] > 0.95 * in_windows
+    assert abs(made[1] - made[mode] - in_windows) < 0.05 * in_windows
 
 
 def test_views_beside_a_busy_python_thread():
