@@ -653,12 +653,13 @@ cdef extern from *:
     static void *ss_alloc(size_t bytes);
     static int ss_win_wait = 0;        /* tests: the reader always waits for the helper */
     #define SW_NEAR 16384            /* raws the reader may be ahead of the helper and wait */
-    enum { SW_NONE, SW_FILLING, SW_FILLED, SW_GONE };
+    enum { SW_NONE, SW_FILLING, SW_FILLED };
     typedef struct ss_win {
-        pthread_mutex_t mu;
         pthread_t th;
         int started, stop;
-        int64_t n, cur;              /* windows, and the first one the reader is not past */
+        int64_t n;
+        int64_t cur;                 /* the first window the reader is not past (atomic; the
+                                        reader's to move) */
         int64_t *start, *len;        /* each window's first raw index and its raws */
         bitgen_t **gen;              /* copies at each window's start (the caller's) */
         uint64_t **buf;              /* each window's raws: one of the pool's buffers */
@@ -666,10 +667,9 @@ cdef extern from *:
                                         pages where the kernel allows: fresh pages cost) */
         int64_t most;                /* raws of the longest window */
         int64_t *done;               /* raws made in each window so far (atomic) */
-        int *state;                  /* SW_* (atomic; changed under mu) */
+        int *state;                  /* SW_* (atomic; the helper's to change) */
         int *quit;                   /* the helper stops filling a window the reader is
                                         ahead in (atomic) */
-        int64_t passed;              /* windows the reader is past (atomic) */
         int64_t at;                  /* the index the reader last needed (atomic) */
         int off;                     /* the helper stalled: the reader no longer waits for it */
         int over;                    /* the helper is done (atomic) */
@@ -679,7 +679,7 @@ cdef extern from *:
         ss_win *w = (ss_win *)arg;
         for (int64_t k = 0; k < w->n; k++) {
             while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)
-                   && k - __atomic_load_n(&w->passed, __ATOMIC_ACQUIRE) >= SW_LIVE) {
+                   && k - __atomic_load_n(&w->cur, __ATOMIC_ACQUIRE) >= SW_LIVE) {
                 struct timespec ts = {0, 20000};
                 nanosleep(&ts, NULL);
             }
@@ -689,42 +689,32 @@ cdef extern from *:
             uint64_t **slot = &w->pool[k % SW_LIVE];
             if (*slot == NULL) *slot = (uint64_t *)ss_alloc((size_t)w->most * sizeof(uint64_t));
             if (*slot == NULL) break;
-            pthread_mutex_lock(&w->mu);
-            if (w->cur > k
+            /* A window the reader is in or past already is left to it. (Should it move in
+               just after this check, the window is made for nothing, which is harmless.) */
+            if (__atomic_load_n(&w->cur, __ATOMIC_ACQUIRE) > k
                     || (!ss_win_wait && __atomic_load_n(&w->at, __ATOMIC_RELAXED) > w->start[k])) {
-                __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);  /* left to the reader */
-                pthread_mutex_unlock(&w->mu);  /* (it is in it or past it already) */
+                __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);
                 continue;
             }
-            w->buf[k] = *slot;
-            __atomic_store_n(&w->state[k], SW_FILLING, __ATOMIC_RELAXED);
-            pthread_mutex_unlock(&w->mu);
+            w->buf[k] = *slot;  /* (published by the release stores of state and done) */
+            __atomic_store_n(&w->state[k], SW_FILLING, __ATOMIC_RELEASE);
             ss_fill(w->gen[k], w->buf[k], w->len[k], &w->done[k], &w->quit[k]);
-            pthread_mutex_lock(&w->mu);
-            if (w->state[k] != SW_GONE)
-                __atomic_store_n(&w->state[k], SW_FILLED, __ATOMIC_RELAXED);
-            pthread_mutex_unlock(&w->mu);
+            __atomic_store_n(&w->state[k], SW_FILLED, __ATOMIC_RELEASE);
         }
         __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
         return NULL;
-    }
-
-    /* The reader is past window k (its buffer can take another window). */
-    static void ss_win_pass(ss_win *w, int64_t k) {
-        pthread_mutex_lock(&w->mu);
-        __atomic_store_n(&w->state[k], SW_GONE, __ATOMIC_RELAXED);
-        w->cur = k + 1;
-        pthread_mutex_unlock(&w->mu);
-        __atomic_store_n(&w->passed, k + 1, __ATOMIC_RELEASE);
     }
 
     /* Serve the reader's next raws (from index at) out of a window: 1 if served. */
     static int ss_win_serve(ss_raw *r, int64_t at) {
         ss_win *w = r->win;
         __atomic_store_n(&w->at, at, __ATOMIC_RELAXED);
-        while (w->cur < w->n && w->start[w->cur] + w->len[w->cur] <= at) ss_win_pass(w, w->cur);
-        if (w->cur >= w->n || at < w->start[w->cur]) return 0;
-        int64_t k = w->cur, off = at - w->start[k];
+        int64_t k = w->cur;
+        while (k < w->n && w->start[k] + w->len[k] <= at) k++;
+        /* (Windows before k are passed: their buffers can take later windows.) */
+        if (k != w->cur) __atomic_store_n(&w->cur, k, __ATOMIC_RELEASE);
+        if (k >= w->n || at < w->start[k]) return 0;
+        int64_t off = at - w->start[k];
         int64_t done = __atomic_load_n(&w->done[k], __ATOMIC_ACQUIRE);
         /* Just ahead of the helper: wait while it makes progress (it publishes every SP_STEP
            raws, ~2 us). A window it has not started, an index far ahead of it, or a helper
@@ -732,7 +722,7 @@ cdef extern from *:
         int64_t seen = done;
         for (int spin = 0; done <= off && (ss_win_wait || (off - done < SW_NEAR && !w->off));
              spin++) {
-            int st = __atomic_load_n(&w->state[k], __ATOMIC_RELAXED);
+            int st = __atomic_load_n(&w->state[k], __ATOMIC_ACQUIRE);
             if (ss_win_wait && st == SW_NONE && !__atomic_load_n(&w->quit[k], __ATOMIC_RELAXED)
                     && !__atomic_load_n(&w->over, __ATOMIC_ACQUIRE)) {
                 SS_PAUSE();  /* (tests: the helper will come to it) */
@@ -779,11 +769,7 @@ cdef extern from *:
         memcpy(w->len, len, (size_t)n * sizeof(int64_t));
         memcpy(w->gen, gen, (size_t)n * sizeof(bitgen_t *));
         for (int64_t k = 0; k < n; k++) if (len[k] > w->most) w->most = len[k];
-        pthread_mutex_init(&w->mu, NULL);
-        if (pthread_create(&w->th, NULL, ss_win_main, w) != 0) {
-            pthread_mutex_destroy(&w->mu);
-            goto fail;
-        }
+        if (pthread_create(&w->th, NULL, ss_win_main, w) != 0) goto fail;
         w->started = 1;
         r->win = w;
         return 0;
@@ -802,7 +788,6 @@ cdef extern from *:
         for (int64_t k = 0; k < w->n; k++) __atomic_store_n(&w->quit[k], 1, __ATOMIC_RELAXED);
         if (w->started) pthread_join(w->th, NULL);
         for (int k = 0; k < SW_LIVE; k++) free(w->pool[k]);
-        pthread_mutex_destroy(&w->mu);
         free(w->start); free(w->len); free(w->gen); free(w->buf); free(w->done); free(w->state);
         free(w->quit); free(w);
         r->win = NULL;

@@ -224,15 +224,17 @@ def _fake_dataset(spec: dict):
     return ds
 
 
+def _stream_totals(samples_per_shard: list[int], shards: list[int]) -> list[int]:
+    """Each stream's samples, its shards being the next ``shards[k]`` of ``samples_per_shard``."""
+    ends = np.cumsum(shards)
+    return [int(sum(samples_per_shard[e - k : e])) for k, e in zip(shards, ends)]
+
+
 def _random_spec(rs: np.random.RandomState) -> dict:
     num_streams = int(rs.choice([1, 1, 2, 3]))
     shards = rs.randint(1, 6, num_streams).tolist()
     samples_per_shard = rs.randint(1, 60, sum(shards)).tolist()
-    samples_per_stream = []
-    at = 0
-    for k in shards:
-        samples_per_stream.append(sum(samples_per_shard[at : at + k]))
-        at += k
+    samples_per_stream = _stream_totals(samples_per_shard, shards)
     mode = rs.choice(["none", "proportion", "repeat"])
     if mode == "proportion":
         props = (rs.rand(num_streams) + 0.2).tolist()
@@ -330,7 +332,7 @@ def _large_sizes(rs: np.random.RandomState, shards: int, top: int) -> list[int]:
 
 
 def large_cases(rs: np.random.RandomState) -> list[dict]:
-    """Whole epochs of 1e5-3e6 samples, where the kernels' fast paths engage (a helper thread
+    """Whole epochs of 1e5-5e6 samples, where the kernels' fast paths engage (a helper thread
     making raws or draws ahead, jumps over raws nobody reads, py1e's head first), as digests:
     the whole work array and every worker's view of it."""
     from streaming.base.batching import generate_work
@@ -358,11 +360,7 @@ def large_cases(rs: np.random.RandomState) -> list[dict]:
             samples_per_shard += _large_sizes(rs, k, top)
         if head:
             samples_per_shard = [top] * shards[0]
-        samples_per_stream = []
-        at = 0
-        for k in shards:
-            samples_per_stream.append(sum(samples_per_shard[at : at + k]))
-            at += k
+        samples_per_stream = _stream_totals(samples_per_shard, shards)
         resample = not head and rs.rand() < 0.4
         repeats = [float(rs.choice([0.5, 1.0, 1.5])) if resample else None for _ in shards]
         weights = _weights([(None, r, None) for r in repeats], samples_per_stream, None, 9176)

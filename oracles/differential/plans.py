@@ -102,25 +102,22 @@ def gen_head(seed: int, index: int) -> dict:
 
 def reference_side(configs: list[dict], work: Path) -> None:
     """Plan every configuration with the reference (its own ``generate_work_random_batching``
-    over an object carrying what it reads off a ``StreamingDataset``)."""
+    over the oracle cases' stand-in for a ``StreamingDataset``, ``_fake_dataset``)."""
     from streaming.base.batching.random import generate_work_random_batching
-    from streaming.base.dataset import StreamingDataset
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cases"))
+    from plan import _fake_dataset  # (oracles/cases/plan.py)
 
     for c in configs:
-        sizes, spp = np.array(c["sizes"], np.int64), np.array(c["spp"], np.int64)
-        ds = SimpleNamespace(
-            shuffle_seed=c["seed"], sampling_method=c["sampling"],
-            sampling_granularity=c["granularity"],
-            epoch_seed_change=c["shuffle"] and c["sampling"] == "balanced",
-            num_streams=len(spp), shards_per_stream=spp, samples_per_shard=sizes,
-            shard_offset_per_stream=spp.cumsum() - spp,
-            sample_offset_per_shard=sizes.cumsum() - sizes,
-            streams=[SimpleNamespace(choose=x) for x in c["choose"]],
-            num_canonical_nodes=c["nc"], batch_size=c["batch"], partition_algo=c["part"],
-            epoch_size=sum(c["choose"]), initial_physical_nodes=c["init"], shuffle=c["shuffle"],
-            shuffle_algo=c["algo"],
-            shuffle_block_size=c["block"] or max(4_000_000 // c["nc"], 1 << 18))
-        ds.resample_streams = StreamingDataset.resample_streams.__get__(ds)
+        ds = _fake_dataset({
+            "samples_per_shard": c["sizes"], "shards_per_stream": c["spp"],
+            "proportion_per_stream": [None] * len(c["spp"]), "choose_per_stream": c["choose"],
+            "num_canonical_nodes": c["nc"], "batch_size": c["batch"], "shuffle": c["shuffle"],
+            "shuffle_algo": c["algo"], "shuffle_seed": c["seed"],
+            "shuffle_block_size": c["block"] or max(4_000_000 // c["nc"], 1 << 18),
+            "partition_algo": c["part"], "sampling_method": c["sampling"],
+            "sampling_granularity": c["granularity"], "initial_physical_nodes": c["init"],
+        })
         world = SimpleNamespace(num_nodes=c["nodes"], ranks_per_node=c["rpn"],
                                 workers_per_rank=c["wpr"])
         try:
