@@ -318,10 +318,21 @@ cdef extern from *:
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
-    #define SP_SLOW_NS 200000        /* a sub-block (~50 us) taking this long: the helper shares a
-                                        core (time slices of ms), and stops */
-    #define SP_SPIN 1000             /* polls (~10-50 us: ~20 of the helper's SP_STEP) without
-                                        progress: the helper is not running (its core is busy) */
+    /* How a helper that lacks a core is told from a slow one. Both thresholds are times, not
+       counts: a sub-block takes 50 us on a fast day and 160-200 us on a slow one (NumPy's next64
+       at 1.5-6 ns), a PAUSE 10-140 cycles, and a vCPU stops for tens of us now and then; a
+       helper sharing the reader's core loses whole time slices (ms). At 200 us and 1000 polls
+       (~18 us here) a slow day switched the helper off in most 1e8 plans. */
+    #define SP_SLOW_NS 1000000       /* a sub-block taking this long: the helper was descheduled */
+    #define SP_STALL_NS 200000       /* no progress for this long: the helper is not running */
+    /* Polls while waiting for a helper: the clock is read every 64th (~1 us); true once there
+       has been no progress for SP_STALL_NS since *t0 (0: not yet timed; set here). */
+    static inline int ss_stalled(int spin, int64_t *t0) {
+        if ((spin & 63) != 63) return 0;
+        int64_t t = ss_now_ns();
+        if (*t0 == 0) { *t0 = t; return 0; }
+        return t - *t0 > SP_STALL_NS;
+    }
     #if defined(__SSE2__)
     #define SS_PAUSE() _mm_pause()
     #else
@@ -366,6 +377,9 @@ cdef extern from *:
         return *streak >= SP_BAD;
     }
 
+    /* Tests: helpers' raws made, and helpers switched off, in this process (atomic); a delay
+       the helper spins for every SP_STEP raws (a slow machine's raws: 0, the default). */
+    static int64_t ss_pref_made = 0, ss_pref_offs = 0, ss_pref_delay_ns = 0;
     /* With done: publish progress every SP_STEP raws (the reader reads behind it), and stop
        early when *stop is set (the rest is never read). Returns the raws made. */
     #define SP_STEP 512
@@ -376,6 +390,10 @@ cdef extern from *:
         for (int64_t k = 0; k < m; k++) {
             out[k] = next64(st);
             if (done != NULL && (k & (SP_STEP - 1)) == SP_STEP - 1) {
+                if (ss_pref_delay_ns) {
+                    int64_t until = ss_now_ns() + ss_pref_delay_ns;
+                    while (ss_now_ns() < until) SS_PAUSE();
+                }
                 __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
     #ifdef SS_PREF_TEST_STALL
                 if (k == 3 * SP_STEP - 1) usleep(300);  /* tests: stalls mid-fill */
@@ -449,6 +467,7 @@ cdef extern from *:
             int64_t made = ss_fill(p->gen[g], p->bufs + (int64_t)s * SP_RAWS, SP_RAWS,
                                    &p->done[s], &p->stop);
             int64_t took = ss_now_ns() - t0;
+            __atomic_add_fetch(&ss_pref_made, made, __ATOMIC_RELAXED);
             pthread_mutex_lock(&p->mu);
             int cpu = SS_CPU();
             if (took > SP_SLOW_NS
@@ -457,6 +476,7 @@ cdef extern from *:
                    alone, reading what is made. (Once is a blip: compute threads here see gaps
                    of up to ~9 ms now and then.) */
                 if (ss_pref_bad(&p->h_bad, &p->h_last)) {
+                    __atomic_add_fetch(&ss_pref_offs, 1, __ATOMIC_RELAXED);
                     p->off = 1;
                     __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
                 }
@@ -514,8 +534,8 @@ cdef extern from *:
                 /* or wait for more while it makes progress (it runs), */
                 if (f < 0 && !p->off) {
                     pthread_mutex_unlock(&p->mu);
-                    int64_t seen = done;
-                    for (int spin = 0; spin < SP_SPIN && seen == done; spin++) {
+                    int64_t seen = done, t0 = 0;
+                    for (int spin = 0; seen == done && !ss_stalled(spin, &t0); spin++) {
                         SS_PAUSE();
                         seen = __atomic_load_n(&p->done[s], __ATOMIC_ACQUIRE);
                     }
@@ -524,6 +544,7 @@ cdef extern from *:
                     /* Stalled, again and again: a core this busy is better left to the reader
                        alone. Once, the reader fills this sub-block's rest itself (below). */
                     if (ss_pref_bad(&p->r_bad, &p->r_last)) {
+                        __atomic_add_fetch(&ss_pref_offs, 1, __ATOMIC_RELAXED);
                         p->off = 1;
                         __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
                         pthread_cond_broadcast(&p->cv);
@@ -718,8 +739,8 @@ cdef extern from *:
         int64_t done = __atomic_load_n(&w->done[k], __ATOMIC_ACQUIRE);
         /* Just ahead of the helper: wait while it makes progress (it publishes every SP_STEP
            raws, ~2 us). A window it has not started, an index far ahead of it, or a helper
-           that shows no progress for SP_SPIN polls (its core is busy): not waited for. */
-        int64_t seen = done;
+           that shows no progress for SP_STALL_NS (its core is busy): not waited for. */
+        int64_t seen = done, t0 = 0;
         for (int spin = 0; done <= off && (ss_win_wait || (off - done < SW_NEAR && !w->off));
              spin++) {
             int st = __atomic_load_n(&w->state[k], __ATOMIC_ACQUIRE);
@@ -729,10 +750,10 @@ cdef extern from *:
                 continue;
             }
             if (st != SW_FILLING) break;
-            if (spin >= SP_SPIN && !ss_win_wait) { w->off = 1; break; }
+            if (!ss_win_wait && ss_stalled(spin, &t0)) { w->off = 1; break; }
             SS_PAUSE();
             done = __atomic_load_n(&w->done[k], __ATOMIC_ACQUIRE);
-            if (done != seen) { seen = done; spin = 0; }
+            if (done != seen) { seen = done; spin = 0; t0 = 0; }
         }
         if (done <= off) {
             /* Ahead of the helper: the reader makes the rest of this window, the helper moves
@@ -2020,6 +2041,9 @@ cdef extern from *:
     int64_t ss_jump_reads
     int64_t ss_raws_made
     int64_t ss_win_raws
+    int64_t ss_pref_made
+    int64_t ss_pref_offs
+    int64_t ss_pref_delay_ns
     int ss_win_wait
     double ss_next_double(ss_raw *r) nogil
     void ss_fisher_yates_raw(ss_raw *r, int64_t *x, uint32_t *j, int64_t n) nogil
@@ -2979,6 +3003,22 @@ def _jump_reads():
 def _raws_made():
     """Tests: how many raws readers made in their own chunks (no helper), in this process."""
     return ss_raws_made
+
+
+def _set_pref_delay(int64_t ns):
+    """Tests: a delay the raws-ahead helper (``ss_pref``) spins for every 512 raws it makes,
+    as on a machine where raws are slow (0: none, the default). Returns the old delay."""
+    global ss_pref_delay_ns
+    cdef int64_t old = ss_pref_delay_ns
+    if ns < 0:
+        raise ValueError(f"the delay must be >= 0, got {ns}")
+    ss_pref_delay_ns = ns
+    return old
+
+
+def _pref_stats():
+    """Tests: ``(raws the raws-ahead helpers made, helpers switched off)`` in this process."""
+    return ss_pref_made, ss_pref_offs
 
 
 def _set_window_mode(int mode):

@@ -816,3 +816,35 @@ def test_ascending_places_take_the_run_split(algo):
                 exact=False,
             )
         assert np.array_equal(got, twin[places])
+
+
+@pytest.mark.parametrize(
+    "delay_ns, switched_off",
+    # 3 us every 512 raws: a sub-block of 32,768 raws takes ~0.3 ms, as on a slow day here
+    # (raws at 6 ns; 200 us used to count as descheduled and switched most 1e8 plans' helpers
+    # off). 1 ms every 512 raws: a helper that loses whole time slices (it shares a core).
+    [(3_000, False), (1_000_000, True)],
+    ids=["slow", "descheduled"],
+)
+def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, switched_off):
+    sizes = np.full(200, 10_000, np.int64)
+    fixed, epoch, layout, n = S._py2s_setup(sizes, 8, 2**35 + 9, 3)
+    expect = np.empty(n, np.int64)
+    _shuffle.py2s_places(_rng_copy(fixed), _rng_copy(epoch), *layout, expect, _mode=1)
+    got = np.empty(n, np.int64)
+    made, offs = _shuffle._pref_stats()
+    old = _shuffle._set_pref_delay(delay_ns)
+    try:
+        # Mode 3: raws read as PCG64's, the epoch's made ahead by the helper (ss_pref).
+        _shuffle.py2s_places(_rng_copy(fixed), _rng_copy(epoch), *layout, got, _mode=3)
+    finally:
+        _shuffle._set_pref_delay(old)
+    assert np.array_equal(got, expect)
+    helper_made, helper_offs = (a - b for a, b in zip(_shuffle._pref_stats(), (made, offs)))
+    if switched_off:
+        # The reader stops waiting for it (and may switch it off): it makes most raws itself.
+        assert helper_made < 200_000
+    else:
+        # The epoch's ~1.4M raws: the helper makes a good share of them and stays on.
+        assert helper_offs == 0
+        assert helper_made >= 300_000
