@@ -164,11 +164,6 @@ cdef extern from *:
         clock_gettime(CLOCK_MONOTONIC, &t);
         return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
     }
-    #if defined(__linux__)
-    #define SS_CPU() sched_getcpu()
-    #else
-    #define SS_CPU() (-1)
-    #endif
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #endif
@@ -309,7 +304,8 @@ cdef extern from *:
        already at its next index (its own, or the one the reader just filled up to there), so
        it never waits for the GIL. Every filled sub-block holds exactly the raws at its
        indices, whoever filled it and whatever the jumps. Started when a second core is allowed
-       (_second_core); it stops when it finds itself descheduled or on the reader's core. */
+       (_second_core); switched off once waiting for it has cost the reader more than
+       1/SP_WAIT_SHARE of its time (a helper without a core of its own). */
     #ifdef SS_PREF_TEST_STALL
     #include <unistd.h>            /* tests (a build flag): a helper that stalls mid-fill */
     #endif
@@ -318,13 +314,15 @@ cdef extern from *:
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
-    /* How a helper that lacks a core is told from a slow one. Both thresholds are times, not
-       counts: a sub-block takes 50 us on a fast day and 160-200 us on a slow one (NumPy's next64
-       at 1.5-6 ns), a PAUSE 10-140 cycles, and a vCPU stops for tens of us now and then; a
-       helper sharing the reader's core loses whole time slices (ms). At 200 us and 1000 polls
-       (~18 us here) a slow day switched the helper off in most 1e8 plans. */
-    #define SP_SLOW_NS 1000000       /* a sub-block taking this long: the helper was descheduled */
+    /* How a helper that lacks a core is told from a slow one: by what waiting for it costs the
+       reader, in time. A sub-block takes 50 us on a fast day and 160-200 us on a slow one
+       (NumPy's next64 at 1.5-6 ns), a PAUSE 10-140 cycles, and a vCPU stops for tens of us now
+       and then; a helper sharing the reader's core loses whole time slices (ms). The rule it
+       replaces (three slow fills, stalls of 1,000 polls (~18 us here) or sightings on the
+       reader's core, each within 20 ms of the last) switched the helper off in most 1e8 plans
+       on a slow day, where keeping it made py1br's 0.80-0.90x of the time. */
     #define SP_STALL_NS 200000       /* no progress for this long: the helper is not running */
+    #define SP_WAIT_SHARE 8          /* stalls past 1/8 of the reader's time: the helper is off */
     /* Polls while waiting for a helper: the clock is read every 64th (~1 us); true once there
        has been no progress for SP_STALL_NS since *t0 (0: not yet timed; set here). */
     static inline int ss_stalled(int spin, int64_t *t0) {
@@ -360,22 +358,10 @@ cdef extern from *:
         int h_idle;                  /* the helper waits for a copy at next */
         int h_wait;                  /* the helper waits (for a slot or a copy) */
         int off;                     /* the helper stalled: the reader goes on alone */
-        int r_cpu;                   /* the reader's core when it last refilled, or -1 */
-        int h_bad, r_bad;            /* the helper's slow fills, the reader's stalls in a row */
-        int64_t h_last, r_last;      /* and when the last was */
+        int64_t t0;                  /* when the helper started */
+        int64_t stalled;             /* the reader's time lost to stalls (SP_STALL_NS each) */
         void (*jump)(void *ctx, int64_t m);
     } ss_pref;
-
-    /* One more sign that the helper lacks a core (a slow fill, a stall): whether there have
-       now been SP_BAD of them, each within SP_BAD_SPAN_NS of the last. */
-    #define SP_BAD 3
-    #define SP_BAD_SPAN_NS 20000000
-    static int ss_pref_bad(int *streak, int64_t *last) {
-        int64_t t = ss_now_ns();
-        *streak = t - *last < SP_BAD_SPAN_NS ? *streak + 1 : 1;
-        *last = t;
-        return *streak >= SP_BAD;
-    }
 
     /* Tests: helpers' raws made, and helpers switched off, in this process (atomic); a delay
        the helper spins for every SP_STEP raws (a slow machine's raws: 0, the default). */
@@ -430,8 +416,8 @@ cdef extern from *:
         ss_pref *p = (ss_pref *)arg;
         int k, s, g;
         /* The helper's slots are fresh memory: their pages are faulted in here, on the helper's
-           core, before any fill is timed (SP_SLOW_NS). Nobody else writes a slot before the
-           helper first claims one (the reader steals only beside a slot the helper fills). */
+           core, before it fills any. Nobody else writes a slot before the helper first claims
+           one (the reader steals only beside a slot the helper fills). */
         for (size_t b = 0; b < (size_t)SP_SLOTS * SP_RAWS * sizeof(uint64_t); b += 4096) {
             if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
             ((volatile char *)p->bufs)[b] = 0;
@@ -463,24 +449,10 @@ cdef extern from *:
             p->state[s] = SP_FILLING; p->start[s] = at; p->size[s] = SP_RAWS; p->stale[s] = 0;
             __atomic_store_n(&p->done[s], 0, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&p->mu);
-            int64_t t0 = ss_now_ns();
             int64_t made = ss_fill(p->gen[g], p->bufs + (int64_t)s * SP_RAWS, SP_RAWS,
                                    &p->done[s], &p->stop);
-            int64_t took = ss_now_ns() - t0;
             __atomic_add_fetch(&ss_pref_made, made, __ATOMIC_RELAXED);
             pthread_mutex_lock(&p->mu);
-            int cpu = SS_CPU();
-            if (took > SP_SLOW_NS
-                    || (cpu >= 0 && cpu == p->r_cpu)) {
-                /* Descheduled, or on the reader's core, again and again: the reader goes on
-                   alone, reading what is made. (Once is a blip: compute threads here see gaps
-                   of up to ~9 ms now and then.) */
-                if (ss_pref_bad(&p->h_bad, &p->h_last)) {
-                    __atomic_add_fetch(&ss_pref_offs, 1, __ATOMIC_RELAXED);
-                    p->off = 1;
-                    __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
-                }
-            }
             p->at[g] = at + made;  /* less when stopped early: the copy goes back to the pool */
             /* Stopped early, it stays filling: the reader reads only what is done. The reader
                polls: no signal. */
@@ -499,10 +471,8 @@ cdef extern from *:
         int64_t at = r->taken + r->end + r->pending;  /* the index needed next */
         int k, s, f, g;
         r->pending = 0;
-        int cpu = SS_CPU();
         pthread_mutex_lock(&p->mu);
         p->floor = at;
-        p->r_cpu = cpu;
         for (k = 0; k < SP_SLOTS; k++) {
             if (p->state[k] == SP_FREE || p->start[k] + p->size[k] > at) continue;
             if (p->state[k] == SP_READY) p->state[k] = SP_FREE;
@@ -541,9 +511,10 @@ cdef extern from *:
                     }
                     pthread_mutex_lock(&p->mu);
                     if (seen != done) continue;
-                    /* Stalled, again and again: a core this busy is better left to the reader
-                       alone. Once, the reader fills this sub-block's rest itself (below). */
-                    if (ss_pref_bad(&p->r_bad, &p->r_last)) {
+                    /* Stalled: the reader fills this sub-block's rest itself (below); once
+                       stalls have cost it too much, a core this busy is left to it alone. */
+                    p->stalled += SP_STALL_NS;
+                    if (p->stalled * SP_WAIT_SHARE > ss_now_ns() - p->t0) {
                         __atomic_add_fetch(&ss_pref_offs, 1, __ATOMIC_RELAXED);
                         p->off = 1;
                         __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
@@ -614,7 +585,7 @@ cdef extern from *:
             p->gen[k] = gen[k]; p->ctx[k] = ctx[k]; p->at[k] = p->next;
         }
         p->h_gen = -1;
-        p->r_cpu = -1;
+        p->t0 = ss_now_ns();
         p->jump = r->jump;
         r->pref = p;
         if (pthread_create(&p->th, NULL, ss_pref_main, p) != 0) {
