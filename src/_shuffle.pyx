@@ -4099,6 +4099,7 @@ cdef extern from *:
         int32_t *fx32;           /* fx as int32 instead (every value below 2**31): half the
                                     fresh pages, which cost more than the copy here */
         uint32_t *j;
+        int64_t look_split;      /* entries looked up on two threads from this many */
     } ss_2s_fixed;
     static void ss_py2s_fixed_run(ss_2s_fixed *f) {
         int64_t k, d = 0, ls = 0, i;
@@ -4140,14 +4141,49 @@ cdef extern from *:
     }
     /* Node c's wanted places (entries want_bounds[c] .. ez, out[i] holding each one's position
        in the node's layout) looked up in its layout values VALS, of T. */
-    #define SS_2S_LOOK_UP(T, VALS) do {                                                       \
+    /* Entries ea .. ez of a node (out[i] holding each one's position in the node's layout)
+       looked up in its layout values VALS, of T. A node's layout is MBs, and the entries'
+       outputs are anywhere in the view's (tens of MB at 1e8): each output's line is fetched
+       2 SS_VD entries ahead, the value's SS_VD ahead (its address read from the output, by then
+       in cache), so the misses overlap. */
+    #define SS_2S_LOOK_UP(T, VALS, EA, EZ) do {                                              \
         const T *vals = (VALS);                                                               \
-        for (e = want_bounds[c]; e < ez; e++) {                                               \
-            if (e + SS_VD < ez) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e + SS_VD)]]);      \
-            int64_t i = ss_v_at(o32, o64, e);                                                 \
+        int64_t e_, ez_ = (EZ);                                                               \
+        for (e_ = (EA); e_ < ez_; e_++) {                                                     \
+            if (e_ + 2 * SS_VD < ez_) SS_PREFETCH_R(&out[ss_v_at(o32, o64, e_ + 2 * SS_VD)]); \
+            if (e_ + SS_VD < ez_) SS_PREFETCH_R(&vals[out[ss_v_at(o32, o64, e_ + SS_VD)]]);   \
+            int64_t i = ss_v_at(o32, o64, e_);                                                \
             out[i] = vals[out[i]];                                                            \
         }                                                                                     \
     } while (0)
+    /* The look-ups of entries [e0, e1) (of the nodes up to last with layout values). */
+    typedef struct {
+        const ss_2s_fixed *f;
+        const int64_t *want_bounds;
+        int64_t *out;
+        const int32_t *o32;
+        const int64_t *o64;
+        int64_t last, e0, e1;
+    } ss_2s_look;
+    static void ss_py2s_look(const ss_2s_look *L) {
+        const ss_2s_fixed *f = L->f;
+        const int32_t *o32 = L->o32;
+        const int64_t *o64 = L->o64;
+        int64_t *out = L->out, c;
+        for (c = 0; c <= L->last && c < f->nodes; c++) {
+            if (f->fxoff[c] < 0) continue;
+            int64_t ea = L->want_bounds[c], ez = L->want_bounds[c + 1];
+            if (ea < L->e0) ea = L->e0;
+            if (ez > L->e1) ez = L->e1;
+            if (ea >= ez) continue;
+            if (f->fx32) SS_2S_LOOK_UP(int32_t, f->fx32 + f->fxoff[c], ea, ez);
+            else SS_2S_LOOK_UP(int64_t, f->fx + f->fxoff[c], ea, ez);
+        }
+    }
+    static void *ss_py2s_look_thread(void *arg) {
+        ss_py2s_look((const ss_2s_look *)arg);
+        return NULL;
+    }
     /* The epoch's side (see ss_py2s_run for the draws) and the lookup. threads: 1 to draw the
        layout on a second thread. Returns -1, -4 (entries without an order out of turn: a
        bug) or a bad entry. */
@@ -4184,7 +4220,15 @@ cdef extern from *:
                 for (i = 0; i < n; i++) s->buf[i] = i;
                 ss_v_fy(er, ebg, s->buf, s->j, n);
                 int64_t base = s->pstarts[q], src = pstart[p] - f->L0[c];
-                for (e = ea + s->cnt[q]; e < ea + s->cnt[q + 1]; e++) {
+                int64_t e1 = ea + s->cnt[q + 1];
+                for (e = ea + s->cnt[q]; e < e1; e++) {
+                    /* The entries' places and outputs are anywhere in the view's arrays (tens
+                       of MB at 1e8): fetched SS_VD entries ahead, so the misses overlap. */
+                    if (e + SS_VD < e1) {
+                        int64_t ia = ss_v_at(o32, o64, e + SS_VD);
+                        SS_PREFETCH_R(&want[ia]);
+                        SS_PREFETCH_W(&out[ia]);
+                    }
                     i = ss_v_at(o32, o64, e);
                     out[i] = src + s->buf[want[i] - base];  /* within the node's layout */
                 }
@@ -4192,14 +4236,17 @@ cdef extern from *:
         }
         if (started) pthread_join(th, NULL);
         if (bad != -1) return bad;
-        for (c = 0; c <= last && c < nodes; c++) {
-            if (f->fxoff[c] < 0) continue;
-            /* A node's layout is MBs and the places land anywhere in it: each look-up's line
-               is fetched SS_VD look-ups ahead, so the misses overlap. */
-            int64_t ez = want_bounds[c + 1];
-            if (f->fx32) SS_2S_LOOK_UP(int32_t, f->fx32 + f->fxoff[c]);
-            else SS_2S_LOOK_UP(int64_t, f->fx + f->fxoff[c]);
+        /* The look-ups, half of them on a second thread where the layout was drawn on one. */
+        int64_t e0 = want_bounds[0], e1 = want_bounds[last + 1 < nodes ? last + 1 : nodes];
+        ss_2s_look mine = {f, want_bounds, out, o32, o64, last, e0, e1}, theirs = mine;
+        int split = started && e1 - e0 >= f->look_split;
+        if (split) {
+            mine.e1 = theirs.e0 = e0 + (e1 - e0) / 2;
+            split = pthread_create(&th, NULL, ss_py2s_look_thread, &theirs) == 0;
+            if (!split) mine.e1 = e1;
         }
+        ss_py2s_look(&mine);
+        if (split) pthread_join(th, NULL);
         return -1;
     }
     """
@@ -4252,6 +4299,7 @@ cdef extern from *:
         int64_t *scratch
         int32_t *fx32
         uint32_t *j
+        int64_t look_split
     int64_t ss_py2s_view(ss_2s_fixed *f, int threads, ss_raw *er, bitgen_t *ebg,
                          const int64_t *pstart, const int64_t *psize, const int64_t *node_pieces,
                          int64_t nodes, int64_t *out, const int64_t *want,
@@ -4557,6 +4605,11 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         raise ValueError(f"wanted place {w[_at(o32, o64, bad)]} (entry {bad}) is outside its node")
 
 
+# py2s views look their entries up on two threads from this many (with the layout drawn on a
+# second thread; a thread costs ~0.1 ms); tests lower it.
+_py2s_look_split = 200_000
+
+
 def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, piece_sizes,
                 node_pieces, int64_t[::1] out, want=None, want_bounds=None, order=None,
                 bint exact=True, int _mode=0):
@@ -4714,6 +4767,7 @@ def py2s_places(fixed_rng, epoch_rng, shard_begins, shard_sizes, piece_starts, p
                     f.L1 = &L1[0] if nodes else NULL
                     f.fxoff = &fxoff[0] if nodes else NULL
                     f.nodes = nodes
+                    f.look_split = _py2s_look_split
                     if fx_small:
                         f.fx32 = <int32_t *>s.fx
                     else:

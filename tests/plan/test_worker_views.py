@@ -437,6 +437,13 @@ def test_large_views_take_the_raw_skip_and_helper_paths(algo, wide, mode, simd):
         _check_large_view(algo, mode)
 
 
+def test_py2s_view_looks_up_on_two_threads(monkeypatch):
+    # Mode 3 draws the layout on a second thread; from one entry on, the look-ups of the
+    # wanted places are shared with a second thread too (by default from 200k entries).
+    monkeypatch.setattr(_shuffle, "_py2s_look_split", 1)
+    _check_large_view("py2s", 3)
+
+
 def _check_large_view(algo, mode):
     # ~1.2M samples: bulk raw reads, count-only skips of whole nodes and of blocks/pieces
     # (SSE block counting on long runs of words; py1br's 60k blocks are counted and drawn 64
