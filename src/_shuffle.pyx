@@ -320,9 +320,10 @@ cdef extern from *:
        and then; a helper sharing the reader's core loses whole time slices (ms). The rule it
        replaces (three slow fills, stalls of 1,000 polls (~18 us here) or sightings on the
        reader's core, each within 20 ms of the last) switched the helper off in most 1e8 plans
-       on a slow day, where keeping it made py1br's 0.80-0.90x of the time. */
+       on a slow day; keeping it there takes py1br 0.76-0.94x of the time. */
     #define SP_STALL_NS 200000       /* no progress for this long: the helper is not running */
-    #define SP_WAIT_SHARE 8          /* stalls past 1/8 of the reader's time: the helper is off */
+    #define SP_WAIT_SHARE 8          /* stalls past 1/8 of the reader's time (and more than two
+                                        of them: one is a blip): the helper is off */
     /* Polls while waiting for a helper: the clock is read every 64th (~1 us); true once there
        has been no progress for SP_STALL_NS since *t0 (0: not yet timed; set here). */
     static inline int ss_stalled(int spin, int64_t *t0) {
@@ -514,7 +515,8 @@ cdef extern from *:
                     /* Stalled: the reader fills this sub-block's rest itself (below); once
                        stalls have cost it too much, a core this busy is left to it alone. */
                     p->stalled += SP_STALL_NS;
-                    if (p->stalled * SP_WAIT_SHARE > ss_now_ns() - p->t0) {
+                    if (p->stalled > 2 * SP_STALL_NS
+                            && p->stalled * SP_WAIT_SHARE > ss_now_ns() - p->t0) {
                         __atomic_add_fetch(&ss_pref_offs, 1, __ATOMIC_RELAXED);
                         p->off = 1;
                         __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
@@ -4139,8 +4141,6 @@ cdef extern from *:
         ss_py2s_fixed_run((ss_2s_fixed *)arg);
         return NULL;
     }
-    /* Node c's wanted places (entries want_bounds[c] .. ez, out[i] holding each one's position
-       in the node's layout) looked up in its layout values VALS, of T. */
     /* Entries ea .. ez of a node (out[i] holding each one's position in the node's layout)
        looked up in its layout values VALS, of T. A node's layout is MBs, and the entries'
        outputs are anywhere in the view's (tens of MB at 1e8): each output's line is fetched
