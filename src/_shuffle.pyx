@@ -306,9 +306,6 @@ cdef extern from *:
        indices, whoever filled it and whatever the jumps. Started when a second core is allowed
        (_second_core); switched off once waiting for it has cost the reader more than
        1/SP_WAIT_SHARE of its time (a helper without a core of its own). */
-    #ifdef SS_PREF_TEST_STALL
-    #include <unistd.h>            /* tests (a build flag): a helper that stalls mid-fill */
-    #endif
     #define SP_SLOTS 4
     #define SP_RAWS 32768            /* the slots fill a 1 MB L2 (measured best of 8K-64K) */
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
@@ -382,9 +379,6 @@ cdef extern from *:
                     while (ss_now_ns() < until) SS_PAUSE();
                 }
                 __atomic_store_n(done, k + 1, __ATOMIC_RELEASE);
-    #ifdef SS_PREF_TEST_STALL
-                if (k == 3 * SP_STEP - 1) usleep(300);  /* tests: stalls mid-fill */
-    #endif
                 if (__atomic_load_n(stop, __ATOMIC_RELAXED)) return k + 1;
             }
         }

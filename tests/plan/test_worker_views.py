@@ -826,14 +826,14 @@ def test_ascending_places_take_the_run_split(algo):
 
 
 @pytest.mark.parametrize(
-    "delay_ns, switched_off",
+    "delay_ns, left",
     # 3 us every 512 raws: a sub-block of 32,768 raws takes ~0.3 ms, as on a slow day here
     # (raws at 6 ns; 200 us used to count as descheduled and switched most 1e8 plans' helpers
     # off). 1 ms every 512 raws: a helper that loses whole time slices (it shares a core).
     [(3_000, False), (1_000_000, True)],
     ids=["slow", "descheduled"],
 )
-def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, switched_off):
+def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, left):
     sizes = np.full(200, 10_000, np.int64)
     fixed, epoch, layout, n = S._py2s_setup(sizes, 8, 2**35 + 9, 3)
     expect = np.empty(n, np.int64)
@@ -848,7 +848,7 @@ def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, sw
         _shuffle._set_pref_delay(old)
     assert np.array_equal(got, expect)
     helper_made, helper_offs = (a - b for a, b in zip(_shuffle._pref_stats(), (made, offs)))
-    if switched_off:
+    if left:
         # The reader stops waiting for it (and may switch it off): it makes most raws itself.
         assert helper_made < 200_000
     else:
