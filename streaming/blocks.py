@@ -44,13 +44,14 @@ class BlockReader:
         alloc (Callable, optional): Where a take's arrays of ``ndarray`` rows are made
             (``alloc(shape, dtype)``, ``None`` when it cannot; see
             :meth:`~streaming.batch_ring.Ring.array`), else new arrays. Defaults to ``None``.
-        free (Callable, optional): Gives back an array ``alloc`` made that a take did not
-            use in the end. Defaults to ``None``.
+        free (Callable, optional): Gives back what ``alloc`` made that a take did not use
+            in the end (``free(array, kept)``: the array past its first ``kept`` rows; all
+            of it when ``kept`` is 0). Defaults to ``None``.
     """
 
     def __init__(self, blocks: Iterator[Any], packed: bool = False,
                  alloc: Callable[[tuple[int, ...], np.dtype], np.ndarray | None] | None = None,
-                 free: Callable[[np.ndarray], None] | None = None) -> None:
+                 free: Callable[[np.ndarray, int], None] | None = None) -> None:
         self._blocks = blocks
         self._packed = packed
         self._alloc = alloc
@@ -165,6 +166,8 @@ class BlockReader:
             raise
         schemas = {schema for schema, _ in pieces}
         if len(schemas) == 1 and None not in schemas:
+            # A take the data ended short of (an epoch's last) leaves its arrays' tail unused.
+            self._give_back(arrays, filled)
             schema = pieces[0][0]
             if len(pieces) == 1:
                 return schema, pieces[0][1]
@@ -199,12 +202,13 @@ class BlockReader:
             arrays[at] = made if made is not None else np.empty((n, *shape), dtype)
         return arrays
 
-    def _give_back(self, arrays: list[Any] | None) -> None:
-        """Give back the arrays a take made with ``alloc`` (it did not use them)."""
+    def _give_back(self, arrays: list[Any] | None, kept: int = 0) -> None:
+        """Give back what a take made with ``alloc`` and did not use: its arrays past their
+        first ``kept`` rows (all of them when ``kept`` is 0)."""
         if arrays is not None and self._free is not None:
             for array in arrays:
-                if array is not None:
-                    self._free(array)
+                if array is not None and kept < len(array):
+                    self._free(array, kept)
 
     def samples(self) -> Iterator[Any]:
         """Every sample not taken yet, one at a time.

@@ -26,6 +26,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
+from streaming import batch_ring
 from streaming._kernels import _collate
 from streaming.batch_ring import ALIGN, Ring, ring_of
 from streaming.blocks import PackedText
@@ -292,11 +293,16 @@ def _give_back(ring: Ring, batch: Any) -> None:
     _walk(batch, free)
 
 
-def _free_array(ring: Ring, array: np.ndarray) -> None:
-    """Free the ring slots of an array :meth:`Ring.array` made that will not be sent."""
+def _free_array(ring: Ring, array: np.ndarray, kept: int = 0) -> None:
+    """Free the ring slots of an array :meth:`Ring.array` made that will not be sent: past
+    the slots of its first ``kept`` rows (all of them when ``kept`` is 0), which are."""
     at = ring.where(array.ctypes.data, array.nbytes)
-    if at is not None:
-        ring.release(at, array.nbytes)
+    if at is None:
+        return
+    slot = batch_ring.SLOT_BYTES
+    keep = -(-kept * (array.nbytes // len(array)) // slot) * slot
+    if keep < array.nbytes:
+        ring.release(at + keep, array.nbytes - keep)
 
 
 def _array_bytes(data: Any) -> int:
