@@ -44,21 +44,22 @@ class DirectQueue(queues.Queue):
         super().__init__(maxsize, ctx=ctx)
 
     def _reset(self, *args: Any, **kwargs: Any) -> None:
-        # (after construction, a fork or unpickling): the feeder writes through _fed, which
-        # counts what it has still to write.
+        # (after construction, a fork or unpickling): the feeder writes through a function
+        # that counts what it has still to write. It refers to the connection and the count,
+        # not to the queue: a method of the queue kept in its own attributes was a reference
+        # cycle, and the queue's pipes stayed open until a full collection (three queues an
+        # epoch with fresh workers, six descriptors).
         super()._reset(*args, **kwargs)
-        self._write = self._send_bytes
-        self._send_bytes = self._fed
-        self._pending = 0
-        self._pending_lock = threading.Lock()
+        self._write = write = self._send_bytes
+        self._pending = pending = _Pending()
 
-    def _fed(self, data: bytes) -> None:
-        """The feeder thread's write (it holds the write lock)."""
-        try:
-            self._write(data)
-        finally:
-            with self._pending_lock:
-                self._pending -= 1
+        def fed(data: bytes) -> None:  # (the feeder thread's write; it holds the write lock)
+            try:
+                write(data)
+            finally:
+                pending.add(-1)
+
+        self._send_bytes = fed
 
     def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
         """Put ``obj`` into the queue (as ``multiprocessing.Queue.put``).
@@ -79,26 +80,24 @@ class DirectQueue(queues.Queue):
         # Not while the feeder has messages to write (this one would overtake them), nor while
         # another writer holds the pipe (every writer, in any process, holds the write lock; a
         # feeder may hold it blocked on a full pipe).
-        if len(data) <= DIRECT_BYTES and not self._pending:
+        if len(data) <= DIRECT_BYTES and not self._pending.count:
             if not self._sem.acquire(block, timeout):
                 raise Full
             sent = False
             if self._wlock.acquire(False):
                 try:
-                    sent = not self._pending and \
+                    sent = not self._pending.count and \
                         self._write_now(struct.pack("!i", len(data)) + data)
                 finally:
                     self._wlock.release()
             if sent:
                 return
             self._sem.release()
-        with self._pending_lock:
-            self._pending += 1
+        self._pending.add(1)
         try:
             super().put(_Pickled(bytes(data)), block, timeout)
         except BaseException:
-            with self._pending_lock:
-                self._pending -= 1
+            self._pending.add(-1)
             raise
 
     def _write_now(self, message: bytes) -> bool:
@@ -118,6 +117,21 @@ class DirectQueue(queues.Queue):
         while done < len(message):
             done += os.write(fd, view[done:])
         return True
+
+
+class _Pending:
+    """Messages a queue's feeder thread has still to write."""
+
+    __slots__ = ("count", "_lock")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def add(self, delta: int) -> None:
+        """Count ``delta`` more (or, negative, fewer)."""
+        with self._lock:
+            self.count += delta
 
 
 class _Pickled:
