@@ -294,13 +294,13 @@ def _give_back(ring: Ring, batch: Any) -> None:
 
 
 def _free_array(ring: Ring, array: np.ndarray, kept: int = 0) -> None:
-    """Free the ring slots of an array :meth:`Ring.array` made that will not be sent: past
-    the slots of its first ``kept`` rows (all of them when ``kept`` is 0), which are."""
+    """Free the ring slots of an array :meth:`Ring.array` made that will not be sent, or,
+    with ``kept`` rows of it sent, its slots past theirs."""
     at = ring.where(array.ctypes.data, array.nbytes)
     if at is None:
         return
     slot = batch_ring.SLOT_BYTES
-    keep = -(-kept * (array.nbytes // len(array)) // slot) * slot
+    keep = -(-kept * (array.nbytes // len(array)) // slot) * slot if kept else 0
     if keep < array.nbytes:
         ring.release(at + keep, array.nbytes - keep)
 

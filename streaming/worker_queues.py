@@ -50,7 +50,7 @@ class DirectQueue(queues.Queue):
         # cycle, and the queue's pipes stayed open until a full collection (three queues an
         # epoch with fresh workers, six descriptors).
         super()._reset(*args, **kwargs)
-        self._write = write = self._send_bytes
+        write = self._send_bytes
         self._pending = pending = _Pending()
 
         def fed(data: bytes) -> None:  # (the feeder thread's write; it holds the write lock)
