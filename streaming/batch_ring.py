@@ -173,15 +173,18 @@ class Ring:
         """
         return np.asarray(_Lease(self, start, nbytes))
 
-    def release(self, start: int, nbytes: int) -> None:
-        """Free a payload's slots (main side, or the worker's for an array never sent).
+    def release(self, start: int, nbytes: int, keep: int = 0) -> None:
+        """Free a payload's slots (main side, or the worker's for an array never sent, or
+        sent only in part).
 
         Args:
             start (int): Where :meth:`put` put it (or :meth:`array` made it).
             nbytes (int): Its length.
+            keep (int): Its first bytes still in use (sent): their slots stay taken.
+                Defaults to ``0``.
         """
         first = start // SLOT_BYTES
-        self.used[first:first - (-nbytes // SLOT_BYTES)] = 0
+        self.used[first - (-keep // SLOT_BYTES):first - (-nbytes // SLOT_BYTES)] = 0
 
 
 class _Lease:

@@ -26,7 +26,6 @@ from torch.utils.data import IterableDataset, get_worker_info
 from torch.utils.data._utils import worker as torch_worker
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
-from streaming import batch_ring
 from streaming._kernels import _collate
 from streaming.batch_ring import ALIGN, Ring, ring_of
 from streaming.blocks import PackedText
@@ -297,12 +296,8 @@ def _free_array(ring: Ring, array: np.ndarray, kept: int = 0) -> None:
     """Free the ring slots of an array :meth:`Ring.array` made that will not be sent, or,
     with ``kept`` rows of it sent, its slots past theirs."""
     at = ring.where(array.ctypes.data, array.nbytes)
-    if at is None:
-        return
-    slot = batch_ring.SLOT_BYTES
-    keep = -(-kept * (array.nbytes // len(array)) // slot) * slot if kept else 0
-    if keep < array.nbytes:
-        ring.release(at + keep, array.nbytes - keep)
+    if at is not None:
+        ring.release(at, array.nbytes, kept * array.strides[0] if kept else 0)
 
 
 def _array_bytes(data: Any) -> int:

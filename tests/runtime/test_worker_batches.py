@@ -344,6 +344,19 @@ def test_ring_puts_lends_and_frees_its_slots() -> None:
         ring_of("nope")
 
 
+def test_a_ring_frees_the_slots_past_what_was_kept() -> None:
+    # An array made for a chunk the epoch ended in is sent only in part: the slots past its
+    # kept bytes are freed, those of the kept bytes (the main process frees them) are not.
+    ring = Ring(4 * SLOT_BYTES)
+    assert ring.take(3 * SLOT_BYTES) == 0
+    ring.release(0, 3 * SLOT_BYTES, keep=SLOT_BYTES + 1)
+    assert list(ring.used) == [1, 1, 0, 0]
+    ring.release(0, 3 * SLOT_BYTES, keep=3 * SLOT_BYTES)  # all kept: nothing freed
+    assert list(ring.used) == [1, 1, 0, 0]
+    ring.release(0, SLOT_BYTES + 1)
+    assert not ring.used.any()
+
+
 def _in_rings(loader, tensor) -> bool:
     return any(ring.address <= tensor.data_ptr() < ring.address + ring.size
                for ring in loader._chunk_loader.dataset.rings)
