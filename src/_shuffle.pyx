@@ -1245,6 +1245,7 @@ cdef extern from *:
                     ng = ng < room ? ng : room;
                     i = ss_skip_groups(buf + pos, (uint32_t)mask, i, ng);
                     pos += ng * (SS_GROUP / 2);
+                    half = (uint32_t)(buf[pos - 1] >> 32);  /* (NumPy keeps it once used) */
                     continue;
                 }
     #endif
@@ -1254,6 +1255,7 @@ cdef extern from *:
                     nb = nb < room ? nb : room;
                     i = ss_skip_blocks(buf + pos, mask, i, nb);
                     pos += nb * (SS_BLOCK / 2);
+                    half = (uint32_t)(buf[pos - 1] >> 32);
                     continue;
                 }
                 uint32_t w = ss_word(r, &buf, &pos, &end, &hh, &half);
@@ -1292,8 +1294,9 @@ cdef extern from *:
                 v = raw & mask;
                 j[i] = (uint32_t)v;
                 i -= (int64_t)(v <= (uint64_t)i);
-                if (i <= low) { hh = 1; half = (uint32_t)(raw >> 32); break; }
-                v = (raw >> 32) & mask;
+                half = (uint32_t)(raw >> 32);
+                if (i <= low) { hh = 1; break; }
+                v = (uint64_t)half & mask;
                 j[i] = (uint32_t)v;
                 i -= (int64_t)(v <= (uint64_t)i);
             }
@@ -1336,6 +1339,7 @@ cdef extern from *:
                     want = most;
                     t += ss_fy_groups(buf + pos, (uint32_t)mask, &i, &most, dst + t);
                     pos += most * (SS_GROUP / 2);
+                    if (most) half = (uint32_t)(buf[pos - 1] >> 32);  /* (as NumPy keeps it) */
                     if (most < want) plain = SS_GROUP;  /* a group not sure: word by word */
                     continue;
                 }

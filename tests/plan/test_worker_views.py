@@ -637,6 +637,20 @@ def test_permutation_stops_at_the_least_place(n, seed, mode, data):
     assert np.array_equal(partial[valid], expect[valid])
 
 
+@pytest.mark.parametrize("mode", [0, 2, 3])
+def test_permutation_stopped_after_whole_raws_keeps_numpys_half_word(mode):
+    # Found by the test above: these draws stop right after words read a group (or block) of
+    # raws at a time, both halves of each used. NumPy keeps a used raw's high half in the
+    # state (``uinteger``, with ``has_uint32`` 0); the reader kept an older one there, so
+    # the states differed in that unused field only.
+    n, seed, places = 65_537, 18_950, np.array([64_706], np.int64)
+    ours, twin = np.random.default_rng(seed), np.random.default_rng(seed)
+    got = _shuffle.permutation(ours, n, places, exact=False, _mode=mode)
+    assert np.array_equal(got, np.random.default_rng(seed).permutation(n)[places])
+    _twin_permutation(twin, n, int(places[0]) - 1)
+    assert _same_state(ours, twin)
+
+
 @contextlib.contextmanager
 def _two_core_naive(helper=True):
     """naive's two-core path (ss_nsplit) from a few steps on, with or without its helper
