@@ -289,15 +289,29 @@ def split_columns(columns: dict[Any, Any], batch_size: int) -> list[dict[Any, An
     Returns:
         List[Dict[Any, Any]]: The batches; a tensor of each is a view of its column.
     """
-    parts = []
-    for column in columns.values():
-        if type(column) is list:
-            parts.append([column[at:at + batch_size]
-                          for at in range(0, len(column), batch_size)])
-        else:
-            parts.append(column.split(batch_size))
-    keys = list(columns)
-    return [dict(zip(keys, values)) for values in zip(*parts)]
+    parts = [_collate.list_batches(column, batch_size) if type(column) is list else
+             _tensor_batches(column, batch_size) for column in columns.values()]
+    return _collate.batch_dicts(tuple(columns), parts)
+
+
+def _tensor_batches(column: Tensor, batch_size: int) -> tuple[Tensor, ...]:
+    """``column.split(batch_size)``: the same views, those of whole batches made by one
+    ``unbind`` (~0.9 us a batch of an int column, against 1.0-1.5 us through ``Tensor.split``)."""
+    count = column.shape[0]
+    whole = count - count % batch_size
+    if not whole or not column.numel() or column.stride() != _row_major(column.shape):
+        return column.split(batch_size)  # (and views keep strides a view would change)
+    rows = column[:whole].view(whole // batch_size, batch_size, *column.shape[1:]).unbind(0)
+    return rows if whole == count else (*rows, column[whole:])
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides (in elements) of a C-contiguous tensor of ``shape``."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 # Values light_sample accepts; of them, those a batch keeps as a list of the samples' values.

@@ -136,3 +136,32 @@ def test_unpack_text_refuses_bytes_that_are_not_utf8() -> None:
         _collate.unpack_text(np.array([2], np.int64).tobytes(), b"\xff\xfe", True)
     assert _collate.unpack_text(np.array([2], np.int64).tobytes(), b"\xff\xfe", False) == \
         [b"\xff\xfe"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(), max_size=50), st.integers(1, 12))
+def test_list_batches_equals_slicing(values, size) -> None:
+    batches = _collate.list_batches(values, size)
+    assert batches == [values[at:at + size] for at in range(0, len(values), size)]
+    assert all(type(batch) is list and batch is not values for batch in batches)
+
+
+def test_list_batches_refuses_a_size_below_one() -> None:
+    with pytest.raises(ValueError, match="size must be positive, not 0"):
+        _collate.list_batches([1, 2], 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4).flatmap(lambda width: st.tuples(
+    st.just(tuple(f"k{i}" for i in range(width))),
+    st.lists(st.lists(st.integers(), max_size=8), min_size=width, max_size=width))))
+def test_batch_dicts_equals_zipping(case) -> None:
+    keys, parts = case
+    parts = [tuple(part) if i % 2 else part for i, part in enumerate(parts)]  # any sequence
+    assert _collate.batch_dicts(keys, parts) == \
+        [dict(zip(keys, values)) for values in zip(*parts)]
+
+
+def test_batch_dicts_refuses_parts_that_do_not_match_the_keys() -> None:
+    with pytest.raises(ValueError, match="1 sequences of values for 2 keys"):
+        _collate.batch_dicts(("a", "b"), [[1]])

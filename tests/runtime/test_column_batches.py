@@ -15,6 +15,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
@@ -25,6 +26,7 @@ from streaming import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, 
 from streaming._kernels import _mds
 from streaming.blocks import BlockReader, PackedText, as_samples, head, listed
 from streaming.collate import (
+    _tensor_batches,
     collate_batch,
     collate_columns,
     collated_batches,
@@ -82,6 +84,21 @@ def test_columns_split_into_the_batches_default_collate_makes(samples, batch_siz
         return  # (the caller collates each batch as usual)
     assert all(kind == "ok" for kind, _ in want)  # only when every batch collates so
     _same(split_columns(columns, batch_size), [batch for _, batch in want])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 20), st.lists(st.integers(0, 3), max_size=2), st.integers(1, 6),
+       st.sampled_from(["int64", "float32", "uint8", "bool"]), st.booleans())
+def test_tensor_columns_split_as_torch_splits(count, shape, batch_size, dtype, strided) -> None:
+    column = torch.arange(count * 2 * int(np.prod(shape)), dtype=torch.int64)
+    column = column.reshape(count, 2, *shape).to(getattr(torch, dtype))
+    column = column[:, 0] if strided else column.reshape(count * 2, *shape)[:count]
+    got = _tensor_batches(column, batch_size)
+    want = column.split(batch_size)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype and a.stride() == b.stride()
+        assert torch.equal(a, b) and a.data_ptr() == b.data_ptr()  # views of the column
 
 
 def _texts(n: int, first: int = 0) -> list[dict]:
