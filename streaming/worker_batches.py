@@ -5,8 +5,8 @@ it through a new shared-memory file whose descriptor the main process fetches ov
 ~0.5 ms of the main process's CPU per batch, whatever its size — more than decoding a batch of
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
 chunks of up to :data:`MOST_BATCHES` batches (:data:`MOST_LIGHT_BATCHES` of light rows); tensor
-bytes go through the worker's ring of shared memory (:mod:`streaming.batch_ring`), or in the
-message when it is full; the main process hands out tensors viewing the ring (the bytes are not
+bytes, and the packed bytes of light rows' strings, go through the worker's ring of shared memory
+(:mod:`streaming.batch_ring`), or in the message when it is full; the main process hands out tensors viewing the ring (the bytes are not
 copied again) and takes the workers' batches in turn, one each, as torch's loader yields them
 (round robin, a worker dropping out when its samples end), so the batches and their order are
 torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
@@ -61,8 +61,9 @@ class Chunk:
     """Consecutive batches of one worker.
 
     Pickled, its batches' big arrays were made in the worker's ring already; the bytes of its
-    other plain CPU tensors go into the ring if they fit (else into the message, as one
-    payload, or for tensors over :data:`IN_MESSAGE_BYTES` as torch pickles tensors).
+    other plain CPU tensors, and of its columns of strings or bytes (packed), go into the ring
+    if they fit (else into the message, as one payload, or for those over
+    :data:`IN_MESSAGE_BYTES` as torch pickles tensors and values by value).
     Unpickled, they are tensors viewing the ring (its slots free again once none of them, or
     views of them, is left) or new tensors of the message's bytes: no shared memory is made or
     fetched per tensor, as torch's pickling of tensors does.
@@ -143,7 +144,10 @@ def _packed(values: list[Any]) -> Any:
 class _SlotMark:
     """Marks a tuple as a tensor's slot: ``(_SLOT, dtype, array dtype, shape, start, stop,
     in_ring)`` — where its bytes are: in its chunk's payload, or (``in_ring``) made in the ring.
-    Tuples, not objects: a chunk of small batches unpickles ~2x faster (one marker, memoized)."""
+    Tuples, not objects: a chunk of small batches unpickles ~2x faster (one marker, memoized).
+    A packed column of strings or bytes (:class:`~streaming.blocks.PackedText`) has a slot too,
+    ``(_SLOT, None, text, count, start, stop, False)``: its ends then its bytes in the payload,
+    made into its values where the chunk is unpickled."""
 
     def __reduce__(self) -> str:
         return "_SLOT"  # (unpickled as this module's own marker: compared by identity)
@@ -199,6 +203,8 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
     else (a batch of 32 strings is walked in ~1 us).
     """
     def move(data: Any) -> Any:
+        if type(data) is PackedText:
+            return _move_text(data, arrays, offset, keep_over)
         array = _plain(data)
         if array is None:
             return data
@@ -229,6 +235,21 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
     return packed, None if keys is None else tuple(keys)
 
 
+def _move_text(column: PackedText, arrays: list[tuple[int, np.ndarray]], offset: list[int],
+               keep_over: int | None) -> Any:
+    """A packed column's slot, its ends and bytes moved to ``arrays`` (as :func:`_pack` moves a
+    tensor's): in the ring they skip the pickle, the pipe and their copies on either side (a
+    text chunk's ~0.5 MB). Past ``keep_over`` bytes it stays as it is (pickled by value)."""
+    nbytes = len(column.ends) + len(column.data)
+    if keep_over is not None and nbytes > keep_over:
+        return column
+    start = -(-offset[0] // ALIGN) * ALIGN
+    offset[0] = start + nbytes
+    arrays.append((start, np.frombuffer(column.ends, np.uint8)))
+    arrays.append((start + len(column.ends), np.frombuffer(column.data, np.uint8)))
+    return (_SLOT, None, column.text, len(column), start, offset[0], False)
+
+
 # What _walk rebuilds (and so what may hold slots).
 _CONTAINERS = frozenset({dict, list, tuple})
 
@@ -240,6 +261,9 @@ def _build(data: Any, ring: Ring | None, payload: np.ndarray | None, lent: bool)
     if not _slot(data):
         return data
     _, dtype, array_dtype, shape, start, stop, in_ring = data
+    if dtype is None:  # a packed column's values (see _move_text): made from the bytes
+        ends = start + 8 * shape
+        return _collate.unpack_text(payload[start:ends], payload[ends:stop], array_dtype)
     if in_ring:
         raw, view = ring.lend(start, stop - start), True
     else:

@@ -25,7 +25,7 @@ from torch.utils.data import default_collate, get_worker_info
 
 from streaming import StreamingDataLoader, StreamingDataset, batch_ring, worker_batches
 from streaming.batch_ring import SLOT_BYTES, Ring, ring_of
-from streaming.collate import collate_batch
+from streaming.collate import collate_batch, collate_columns, split_columns
 from streaming.worker_batches import PIPE_BYTES, Chunk, ChunkedBatches, interleave
 
 
@@ -508,6 +508,32 @@ def test_chunks_through_a_ring_are_the_same_batches(chunks_, size) -> None:
     for made, message in sent[2:]:
         _same(pickle.loads(message).batches, made)
     assert not ring.used.any()
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("keep_over", [1 << 20, 100])
+def test_text_columns_ride_the_ring_not_the_message(monkeypatch, full, keep_over) -> None:
+    # A chunk of columns (text rows): the strings' and bytes' packed bytes go where its tensors'
+    # go (the ring; its message past a full ring; pickled by value past IN_MESSAGE_BYTES).
+    monkeypatch.setattr(worker_batches, "IN_MESSAGE_BYTES", keep_over)
+    rows = [{"id": i, "text": f"row {i} " * (i % 7), "raw": bytes(i % 5), "mixed": "é" * (i % 3)}
+            for i in range(40)]
+    columns = collate_columns(rows, 8)
+    text_bytes = sum(len(row["text"]) for row in rows)
+    ring = Ring(4 * SLOT_BYTES)
+    taken = ring.take(ring.size) if full else None
+    message = ForkingPickler.dumps(Chunk(0, [columns], True, ring, 8))
+    if full:
+        ring.release(taken, ring.size)
+    assert (len(message) < text_bytes) == (not full)
+    assert (b"unpack_text" in bytes(message)) == (full and keep_over == 100)  # (by value)
+    assert bool(ring.used.any()) == (not full)
+    got = pickle.loads(message).batches
+    _same(got, split_columns(columns, 8))
+    assert got[0]["text"][1] == "row 1 " and got[3]["mixed"][2] == "éé"
+    del got
+    gc.collect()
+    assert not ring.used.any()  # (the strings are copies: only the id tensors held the slots)
 
 
 @pytest.mark.parametrize("in_message", [1 << 20, 100])
