@@ -6,11 +6,12 @@ it through a new shared-memory file whose descriptor the main process fetches ov
 MDS rows takes. Here each worker batches and collates its samples itself and sends them in
 chunks of up to :data:`MOST_BATCHES` batches (:data:`MOST_LIGHT_BATCHES` of light rows); tensor
 bytes, and the packed bytes of light rows' strings, go through the worker's ring of shared memory
-(:mod:`streaming.batch_ring`), or in the message when it is full; the main process hands out tensors viewing the ring (the bytes are not
-copied again) and takes the workers' batches in turn, one each, as torch's loader yields them
-(round robin, a worker dropping out when its samples end), so the batches and their order are
-torch's. Torch's own worker processes run it all (seeding, ``worker_init_fn``, errors, timeouts,
-persistent workers, pinning): each worker's "dataset" is :class:`ChunkedBatches`.
+(:mod:`streaming.batch_ring`), or in the message when it is full; the main process hands out
+tensors viewing the ring (the bytes are not copied again) and takes the workers' batches in
+turn, one each, as torch's loader yields them (round robin, a worker dropping out when its
+samples end), so the batches and their order are torch's. Torch's own worker processes run it
+all (seeding, ``worker_init_fn``, errors, timeouts, persistent workers, pinning): each worker's
+"dataset" is :class:`ChunkedBatches`.
 """
 
 from __future__ import annotations
