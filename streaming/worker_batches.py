@@ -214,9 +214,7 @@ def _pack(batch: Any, ring: Ring | None, arrays: list[tuple[int, np.ndarray]],
             return (_SLOT, data.dtype, array.dtype, tuple(data.shape), at, at + array.nbytes, True)
         if keep_over is not None and array.nbytes > keep_over:
             return data
-        start = -(-offset[0] // ALIGN) * ALIGN
-        offset[0] = start + array.nbytes
-        arrays.append((start, array.reshape(-1).view(np.uint8)))
+        start = _append(arrays, offset, array.reshape(-1).view(np.uint8))
         return (_SLOT, data.dtype, array.dtype, tuple(data.shape), start, offset[0], False)
 
     if type(batch) is not dict:
@@ -244,11 +242,21 @@ def _move_text(column: PackedText, arrays: list[tuple[int, np.ndarray]], offset:
     nbytes = len(column.ends) + len(column.data)
     if keep_over is not None and nbytes > keep_over:
         return column
-    start = -(-offset[0] // ALIGN) * ALIGN
-    offset[0] = start + nbytes
-    arrays.append((start, np.frombuffer(column.ends, np.uint8)))
-    arrays.append((start + len(column.ends), np.frombuffer(column.data, np.uint8)))
+    start = _append(arrays, offset, np.frombuffer(column.ends, np.uint8),
+                    np.frombuffer(column.data, np.uint8))
     return (_SLOT, None, column.text, len(column), start, offset[0], False)
+
+
+def _append(arrays: list[tuple[int, np.ndarray]], offset: list[int], *pieces: np.ndarray) -> int:
+    """Place byte arrays one after another at the payload's end, from its next multiple of
+    :data:`~streaming.batch_ring.ALIGN` (``offset``: the payload's length, updated); returns
+    where the first starts."""
+    start = end = -(-offset[0] // ALIGN) * ALIGN
+    for piece in pieces:
+        arrays.append((end, piece))
+        end += piece.nbytes
+    offset[0] = end
+    return start
 
 
 # What _walk rebuilds (and so what may hold slots).
