@@ -311,6 +311,7 @@ cdef extern from *:
     #define SP_BYTES ((size_t)(SP_SLOTS + 1) * SP_RAWS * sizeof(uint64_t))
     #define SP_STEAL (SP_RAWS / 2)   /* the reader also consumes: it fills a smaller share */
     #define SP_GENS 3                /* the helper holds at most one, the reader one */
+    #define SP_POLL_NS 100000        /* the helper polls this long for a copy, then sleeps */
     /* How a helper that lacks a core is told from a slow one: by what waiting for it costs the
        reader, in time. A sub-block takes 50 us on a fast day and 160-200 us on a slow one
        (NumPy's next64 at 1.5-6 ns), a PAUSE 10-140 cycles, and a vCPU stops for tens of us now
@@ -417,6 +418,7 @@ cdef extern from *:
             if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) break;
             ((volatile char *)p->bufs)[b] = 0;
         }
+        int64_t idle_since = 0;      /* when the helper began to wait for a copy, or 0 */
         pthread_mutex_lock(&p->mu);
         while (!p->stop) {
             s = g = -1;
@@ -433,6 +435,21 @@ cdef extern from *:
                 g = p->h_gen;
             }
             p->h_idle = s >= 0 && g < 0;
+            if (p->h_idle) {
+                /* The reader brings a copy at next on its next refill (after a steal, ~30 us;
+                   a slot is read in ~20 us): poll for it a while. Sleeping instead cost the
+                   helper ~100 us a wait in wake-ups on this VM, about half of its time in a
+                   py1br view (nc=64, 1e7: ~110 waits), the reader then making the raws. */
+                int64_t t = ss_now_ns();
+                if (idle_since == 0) idle_since = t;
+                if (t - idle_since < SP_POLL_NS) {
+                    pthread_mutex_unlock(&p->mu);
+                    for (k = 0; k < 64; k++) SS_PAUSE();
+                    pthread_mutex_lock(&p->mu);
+                    continue;
+                }
+            }
+            idle_since = 0;
             if (g < 0) {
                 p->h_wait = 1;
                 pthread_cond_wait(&p->cv, &p->mu);
