@@ -1409,22 +1409,34 @@ cdef extern from *:
     }
     static int ss_pass_node(ss_raw *r, bitgen_t *bg, const int64_t *sizes, int64_t nspans,
                             int spread, int64_t low, int64_t high);
+    static void ss_br_pass(ss_raw *r, bitgen_t *bg, int64_t start, int64_t stop, int64_t st,
+                           int64_t low, int64_t high, int64_t cap, int64_t *sizes,
+                           int64_t *lens);
     typedef struct {
         pthread_t th;
         int started, stop, warn;     /* warn: py1e, a span passed outgrew its block */
         ss_raw r;
-        bitgen_t rbg;                /* py1e: over r, for the block sizes */
+        bitgen_t rbg;                /* py1e and py1br: over r, for the block sizes */
         const int64_t *sizes;
         const int64_t *node_spans;   /* py1e: each node's spans; NULL: py1s, span by span */
         int64_t nspans, limit, low, high;
         ss_spanpos *pos;             /* limit + 1 */
         int64_t done;                /* spans (nodes) passed: pos[0 .. done] hold (atomic) */
+        /* py1br (br_starts set): node k's samples are br_starts[k] .. br_starts[k + 1],
+           staggered by br_stagger[k]; br_sizes and br_lens are scratch of br_cap blocks. */
+        const int64_t *br_starts, *br_stagger;
+        int64_t br_cap;
+        int64_t *br_sizes, *br_lens;
     } ss_scout;
     static void *ss_scout_main(void *arg) {
         ss_scout *s = (ss_scout *)arg;
         for (int64_t k = 0; k < s->limit; k++) {
             if (__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) break;
-            if (s->node_spans == NULL) {
+            if (s->br_starts != NULL) {
+                ss_br_pass(&s->r, &s->rbg, s->br_starts[k], s->br_starts[k + 1],
+                           s->br_stagger[k], s->low, s->high, s->br_cap, s->br_sizes,
+                           s->br_lens);
+            } else if (s->node_spans == NULL) {
                 ss_fisher_yates_skip(&s->r, s->sizes[k]);
             } else {
                 int64_t a = s->node_spans[k];
@@ -2050,6 +2062,11 @@ cdef extern from *:
         const int64_t *node_spans
         int64_t nspans, limit, low, high
         ss_spanpos *pos
+        const int64_t *br_starts
+        const int64_t *br_stagger
+        int64_t br_cap
+        int64_t *br_sizes
+        int64_t *br_lens
     int ss_scout_start(ss_scout *s) nogil
     void ss_scout_wait(ss_scout *s, int64_t c) nogil
     int64_t ss_scout_stop(ss_scout *s) nogil
@@ -3269,48 +3286,85 @@ cdef Py_ssize_t _draw_nodes_with_scout(object bit, ss_raw *r, bitgen_t *rbg,
 
 
 cdef class Scout:
-    """py1s's Fisher-Yates words read ahead on a second core, span by span, from a copy of a
-    generator, recording where each span's words start (see ``ss_scout``): started before the
-    worker's places are known, so that ``shuffle_nodes(..., scout=...)`` jumps over what it
-    has passed instead of reading it. Not started (a no-op) when not worth it: no second core,
-    not a PCG64, spans past ``2**32`` samples, or too few samples.
+    """A shuffle's Fisher-Yates words read ahead on a second core, from a copy of a generator,
+    recording where each span's (py1s) or canonical node's (py1br) draws start (see
+    ``ss_scout``): started before the worker's places are known, so that ``shuffle_nodes(...,
+    scout=...)`` (py1s) or ``py1br_places(..., scout=...)`` jumps over what it has passed
+    instead of reading it. It reads every raw itself (it never jumps), so it runs while the
+    caller holds the GIL. Not started (a no-op) when not worth it: no second core, not a PCG64,
+    spans past ``2**32`` samples, or too few samples.
 
     Args:
-        rng (numpy.random.Generator): The generator ``shuffle_nodes`` will draw from, in the
-            state it will be in then (it is not advanced).
-        sizes (NDArray[np.int64]): Size of each span, in the order drawn.
+        rng (numpy.random.Generator): The generator the shuffle will draw from, in the state it
+            will be in then (it is not advanced).
+        sizes (NDArray[np.int64]): Size of each span, in the order drawn (py1s); with
+            ``stagger``, the samples of each canonical node (py1br).
+        stagger (NDArray[np.int64], optional): py1br: each node's stagger, in ``[0, low)``.
+            Defaults to ``None`` (py1s).
+        low (int): py1br: smallest block size (inclusive), positive. Defaults to ``0``.
+        high (int): py1br: largest block size (exclusive), above ``low``. Defaults to ``0``.
         _limit (int): Tests only: scout at most this many spans (then stop). Defaults to all.
         _force (bool): Tests only: start whenever possible. Defaults to ``False``.
     """
 
     cdef ss_scout s
-    cdef object copy, sizes_arr, state
+    cdef object copy, sizes_arr, state, key, br_arrs
 
     def __cinit__(self):
         memset(&self.s, 0, sizeof(self.s))
 
-    def __init__(self, rng, sizes, *, Py_ssize_t _limit=-1, bint _force=False):
+    def __init__(self, rng, sizes, *, stagger=None, int64_t low=0, int64_t high=0,
+                 Py_ssize_t _limit=-1, bint _force=False):
         bit = _bit_generator(rng)
         arr = np.array(sizes, np.int64).reshape(-1)
+        cdef Py_ssize_t n = arr.shape[0], k
+        cdef int64_t cap = 2
+        if stagger is not None:
+            stagger = np.array(stagger, np.int64).reshape(-1)
+            if not 0 < low < high <= (1 << 32):
+                raise ValueError(f"bad block size range [{low}, {high})")
+            if stagger.shape[0] < n or (stagger[:n] < 0).any() or (stagger[:n] >= low).any():
+                raise ValueError("stagger must give each node a value in [0, low)")
         if not _force and not _scout_worth(bit, arr):
             return
         global _PCG64
         if _PCG64 is None:
             from numpy.random import PCG64
             _PCG64 = PCG64
-        if type(bit) is not _PCG64 or _largest(arr) > 0xFFFFFFFF or (arr < 0).any():
+        if type(bit) is not _PCG64 or (arr < 0).any():
+            return
+        if stagger is None and _largest(arr) > 0xFFFFFFFF:
             return
         cdef const int64_t[::1] view = arr
-        cdef Py_ssize_t n = arr.shape[0]
         with bit.lock:
             state = bit.state
         self.copy = _copy_of(bit)
         self.copy.state = state
         self.state = state
         self.sizes_arr = arr
+        self.key = None if stagger is None else (stagger[:n].tobytes(), low, high)
         if ss_raw_init(&self.s.r, _bitgen(self.copy), <int>state["has_uint32"],
                        <uint32_t>state["uinteger"]) < 0:
             raise MemoryError()
+        cdef const int64_t[::1] bst, bsg
+        cdef int64_t[::1] bsz, bln
+        if stagger is not None:
+            # py1br: each node's blocks are drawn (their sizes from the reader) and read past.
+            for k in range(n):
+                if arr[k] // low + 66 > cap:
+                    cap = arr[k] // low + 66
+            starts = np.zeros(n + 1, np.int64)
+            np.cumsum(arr, out=starts[1:])
+            self.br_arrs = (starts, stagger, np.empty(cap, np.int64), np.empty(cap, np.int64))
+            bst, bsg, bsz, bln = self.br_arrs
+            self.s.br_starts = &bst[0]
+            self.s.br_stagger = &bsg[0] if n else NULL
+            self.s.br_cap = cap
+            self.s.br_sizes = &bsz[0]
+            self.s.br_lens = &bln[0]
+            self.s.low = low
+            self.s.high = high
+            ss_raw_bitgen(&self.s.r, &self.s.rbg)
         self.s.pos = <ss_spanpos *>malloc((n + 1) * sizeof(ss_spanpos))
         if self.s.pos == NULL:
             raise MemoryError()
@@ -3334,11 +3388,13 @@ cdef class Scout:
         """Whether a scout was started (and its positions are there to use)."""
         return self.s.pos != NULL
 
-    cdef int check(self, object bit, const int64_t[:] sizes) except -1:
-        # Its positions hold only for the spans and the generator state it started from.
+    cdef int check(self, object bit, const int64_t[:] sizes, object key=None) except -1:
+        # Its positions hold only for the spans (nodes, stagger, block sizes) and the generator
+        # state it started from.
         if self.s.pos == NULL:
             return 0
-        if bit.state != self.state or not np.array_equal(np.asarray(sizes), self.sizes_arr):
+        if (bit.state != self.state or key != self.key
+                or not np.array_equal(np.asarray(sizes), self.sizes_arr)):
             raise ValueError("the scout was started for other spans or another generator state")
         return 0
 
@@ -3917,10 +3973,35 @@ cdef extern from *:
         *b0 = end - st > start ? end - st : start;
         *b1 = end + size - st < stop ? end + size - st : stop;
     }
+    /* A node's blocks: sizes drawn until its samples [start, stop) are covered (at most cap;
+       stagger st): sizes[k] as drawn, lens[k] the k-th staggered block's length. Returns how
+       many. */
+    static inline int64_t ss_br_blocks(bitgen_t *bg, int64_t start, int64_t stop, int64_t st,
+                                       int64_t low, int64_t high, int64_t cap, int64_t *sizes,
+                                       int64_t *lens) {
+        int64_t end = start, b0, b1, nb = 0;
+        while (end < stop && nb < cap) {
+            int64_t size = ss_v_integer(bg, low, high);
+            ss_br_block(end, size, st, start, stop, &b0, &b1);
+            sizes[nb] = size; lens[nb] = b1 - b0;
+            nb++;
+            end += b1 - b0;
+        }
+        return nb;
+    }
+    /* A node's draws read and dropped: its block sizes, then each block's Fisher-Yates. */
+    static void ss_br_pass(ss_raw *r, bitgen_t *bg, int64_t start, int64_t stop, int64_t st,
+                           int64_t low, int64_t high, int64_t cap, int64_t *sizes,
+                           int64_t *lens) {
+        int64_t nb = ss_br_blocks(bg, start, stop, st, low, high, cap, sizes, lens);
+        for (int64_t k = 0; k < nb; k++) ss_fy_drop(r, bg, lens[k]);
+    }
     /* py1br's draws, in order, as a draw queue's producer: per node (up to last unless exact)
        its block sizes, then, if any of its places is wanted (want_bounds NULL: all), the
        entries [nb, size 0 .. nb-1] and each block's Fisher-Yates draws; a node with no wanted
-       place has its blocks drawn past (counted) and no entries. */
+       place has its blocks drawn past (counted) and no entries. Nodes a scout has passed
+       (the first known; spos[c]: where node c's draws start, c <= known) are not read but
+       jumped to when wanted (and, exact, to the end once the scout passed them all). */
     typedef struct {
         ss_raw *r;
         bitgen_t *bg;
@@ -3928,6 +4009,8 @@ cdef extern from *:
         int64_t nodes, last, low, high, cap;
         int exact;
         int64_t *sizes, *lens;   /* cap each: the node's drawn sizes, its blocks' lengths */
+        const ss_spanpos *spos;  /* NULL: no scout */
+        int64_t known;
         int64_t c, nb, hk, k, i;
         int phase;               /* 0: next node, 1: its sizes out, 2: its blocks' draws */
     } ss_br_src;
@@ -3937,18 +4020,19 @@ cdef extern from *:
         while (t < room) {
             if (s->phase == 0) {
                 int64_t c = s->c;
-                if (c >= s->nodes || (c > s->last && !s->exact)) return t ? t : -1;
+                int over = c >= s->nodes || (c > s->last && !s->exact);
+                int wanted = !over && (s->want_bounds == NULL
+                                       || s->want_bounds[c] < s->want_bounds[c + 1]);
+                if (!over && !wanted && c < s->known) { s->c++; continue; }  /* scouted */
+                if (s->spos != NULL && c <= s->known && (!over || s->exact))
+                    ss_raw_seek_span(s->r, &s->spos[c]);
+                if (over) return t ? t : -1;
                 int64_t start = s->starts[s->node_spans[c]];
-                int64_t stop = s->starts[s->node_spans[c + 1]], end = start, b0, b1, nb = 0;
-                while (end < stop && nb < s->cap) {
-                    int64_t size = ss_v_integer(s->bg, s->low, s->high);
-                    ss_br_block(end, size, s->stagger[c], start, stop, &b0, &b1);
-                    s->sizes[nb] = size; s->lens[nb] = b1 - b0;
-                    nb++;
-                    end += b1 - b0;
-                }
+                int64_t stop = s->starts[s->node_spans[c + 1]];
+                int64_t nb = ss_br_blocks(s->bg, start, stop, s->stagger[c], s->low, s->high,
+                                          s->cap, s->sizes, s->lens);
                 s->nb = nb;
-                if (s->want_bounds != NULL && s->want_bounds[c] == s->want_bounds[c + 1]) {
+                if (!wanted) {
                     for (k = 0; k < nb; k++) ss_fy_drop(s->r, s->bg, s->lens[k]);
                     s->c++;
                     return t;  /* (a sign of life between long calls) */
@@ -4286,6 +4370,8 @@ cdef extern from *:
         int exact
         int64_t *sizes
         int64_t *lens
+        const ss_spanpos *spos
+        int64_t known
     int64_t ss_br_produce(void *ctx, uint32_t *dst, int64_t room) noexcept nogil
     int64_t ss_py1br_run(ss_jq *q, const int64_t *begins, const int64_t *starts,
                          const int64_t *node_spans, int64_t nodes, const int64_t *stagger,
@@ -4486,7 +4572,7 @@ cdef inline int64_t *_ptr64(const int64_t[::1] a) noexcept nogil:
 
 def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t high,
                  int64_t[::1] out, want=None, want_bounds=None, order=None, bint exact=True,
-                 int _mode=0):
+                 int _mode=0, Scout scout=None):
     """py1br's shuffle of an epoch after the span reorder and the stagger draw, whole or at
     some places only.
 
@@ -4513,6 +4599,13 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
         _mode (int): Tests only: 0 picks, 1 the generic path, 2 the raw path, 3 the raw path
             with a helper thread making the draws (a draw queue), 4 as 3 with a helper that
             stalls and is taken over (3 and 4: the generic path for other bit generators).
+        scout (Scout, optional): A py1br scout started from ``rng`` (its node sizes, stagger
+            and block sizes these): it is stopped, and the nodes it has passed are not read
+            (jumped to where wanted). Defaults to ``None``.
+
+    Raises:
+        ValueError: If the arguments are inconsistent, a wanted place lies outside its node,
+            or ``scout`` was started for other nodes or another generator state.
     """
     cdef const int64_t[::1] b = np.ascontiguousarray(begins, np.int64)
     cdef const int64_t[::1] sz = np.ascontiguousarray(sizes, np.int64)
@@ -4552,6 +4645,11 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     _order_ptrs(ord_arr, &o32, &o64)
     cdef Py_ssize_t last = _last_wanted(want, wb, nodes)
     cdef int64_t room = high if high < largest else largest
+    cdef int64_t known = 0, first = 0
+    if scout is not None and scout.running:
+        node_sizes = np.diff(starts_arr[np.asarray(ns)])
+        scout.check(_bit_generator(rng), node_sizes,
+                    (np.asarray(sg)[:nodes].tobytes(), low, high))
     cdef ss_br_space s
     memset(&s, 0, sizeof(s))
     cdef ss_br_src src
@@ -4559,6 +4657,7 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     cdef ss_jq q
     memset(&q, 0, sizeof(q))
     cdef int64_t drawn = starts[ns[last + 1]] if last >= 0 else 0  # draws: a sample each
+    cdef int64_t c_end
     cdef _Reader rd = _Reader()
     cdef int64_t bad = -1
     bit = _bit_generator(rng)
@@ -4595,6 +4694,24 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
             try:
                 src.r = rd.reader()
                 src.bg = rd.bg
+                if scout is not None and scout.running:
+                    with nogil:
+                        known = ss_scout_stop(&scout.s)
+                    if src.r != NULL and known:
+                        # The nodes it passed are read only where wanted. The reader starts
+                        # at the first node it reads, so that the helpers' copies start there.
+                        src.spos = scout.s.pos
+                        src.known = known
+                        c_end = last + 1
+                        first = known if known < c_end else c_end
+                        drawn = 0
+                        for c in range(c_end):
+                            if c >= known or want is None or wb[c] < wb[c + 1]:
+                                if first > c:
+                                    first = c
+                                drawn += starts[ns[c + 1]] - starts[ns[c]]
+                        with nogil:
+                            ss_raw_seek_span(src.r, &src.spos[first])
                 # Raws made ahead on a second core too (~0.7 a draw): while the queue's helper
                 # counts the words of nodes nobody wants, the caller sleeps and leaves a core free.
                 rd.help(drawn * 7 // 10, _mode)

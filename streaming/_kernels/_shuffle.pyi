@@ -52,6 +52,7 @@ def py1br_places(
     order: NDArray[np.int64] | NDArray[np.int32] | None = ...,
     exact: bool = ...,
     _mode: int = ...,
+    scout: Scout | None = ...,
 ) -> None: ...
 def py2s_places(
     fixed_rng: np.random.Generator,
@@ -94,7 +95,8 @@ def strided_group(
 
 class Scout:
     def __init__(self, rng: np.random.Generator, sizes: NDArray[np.int64], *,
+                 stagger: NDArray[np.int64] | None = ..., low: int = ..., high: int = ...,
                  _limit: int = ..., _force: bool = ...) -> None: ...
-    def stop(self) -> None: ...
+    def stop(self) -> int: ...
     @property
     def running(self) -> bool: ...

@@ -523,14 +523,20 @@ def shuffle_places(
     Raises:
         ValueError: If ``algo`` is unknown or a place is outside the epoch.
     """
-    scout, spans = None, None
+    scout, spans, br_setup = None, None, None
     if callable(places):
         if algo == "py1s":
             spans = _node_spans(shard_sizes, num_canonical_nodes, seed, epoch)
             _, span_sizes, _, epoch_rng, _ = spans
             scout = _shuffle.Scout(epoch_rng, span_sizes)
+        elif algo == "py1br":
+            br_setup = _py1br_setup(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+            scout = _py1br_scout(br_setup)
         places = places()
     places = np.asarray(places, np.int64)
+    if algo == "py1br":
+        return _view_py1br(shard_sizes, num_canonical_nodes, seed, epoch, block_size, places,
+                           overwrite, br_setup, scout)
     if algo in _VIEWS:
         return _VIEWS[algo](
             shard_sizes, num_canonical_nodes, seed, epoch, block_size, places, overwrite
@@ -610,6 +616,15 @@ def _view_naive(
     return _shuffle.permutation(np.random.default_rng(seed + epoch), n, places, out, exact=False)
 
 
+def _py1br_scout(setup: tuple[Any, ...]) -> Any:
+    # A scout passing py1br's nodes from the setup's epoch generator while the places are
+    # computed (_shuffle.Scout; a no-op when not worth it).
+    begins, span_sizes, bounds, stagger, low, high, epoch_rng, num_samples = setup
+    span_starts = np.concatenate([[0], np.cumsum(span_sizes)]).astype(np.int64)
+    node_sizes = np.diff(span_starts[bounds])
+    return _shuffle.Scout(epoch_rng, node_sizes, stagger=stagger, low=low, high=high)
+
+
 def _view_py1br(
     shard_sizes: NDArray[np.int64],
     num_canonical_nodes: int,
@@ -618,13 +633,18 @@ def _view_py1br(
     block_size: int,
     places: NDArray[np.int64],
     overwrite: bool,
+    setup: tuple[Any, ...] | None = None,
+    scout: Any = None,
 ) -> NDArray[np.int64]:
     # Places grouped by node; blocks drawn past where no place is wanted, nothing after the
-    # last node needed drawn.
-    begins, span_sizes, bounds, stagger, low, high, epoch_rng, num_samples = _py1br_setup(
-        shard_sizes, num_canonical_nodes, seed, epoch, block_size
-    )
+    # last node needed drawn. ``setup`` and ``scout`` (started from its epoch generator while
+    # the places were computed) are shuffle_places'.
+    if setup is None:
+        setup = _py1br_setup(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+    begins, span_sizes, bounds, stagger, low, high, epoch_rng, num_samples = setup
     if len(places) == num_samples and _plan.is_arange(places):
+        if scout is not None:
+            scout.stop()  # every node is read: nothing to jump over
         ids = np.empty(num_samples, np.int64)
         _shuffle.py1br_places(epoch_rng, begins, span_sizes, bounds, stagger, low, high, ids)
         return ids
@@ -644,6 +664,7 @@ def _view_py1br(
         want_bounds,
         order,
         exact=False,
+        scout=scout,
     )
     return result
 

@@ -4,6 +4,7 @@ pure-NumPy twins of the reference algorithms; the kernels draw exactly NumPy's d
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 import pytest
@@ -319,6 +320,71 @@ def _check_py1br_kernel(sizes, nc, seed, block, kind, mode, pre, data):
         _shuffle.py1br_places(_rng_copy(rng), begins, span_sizes, bounds, stagger, low, high,
                               got, flat, turn_bounds, None, exact=False, _mode=mode)
         assert np.array_equal(got, expect[idx])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 900), min_size=1, max_size=8),
+    nc=st.integers(1, 6),
+    seed=seeds_st,
+    block=st.integers(3, 1500),
+    mode=st.sampled_from([0, 2, 3]),
+    pre=st.booleans(),
+    limit=st.integers(0, 7),
+    data=st.data(),
+)
+def test_py1br_scouted_nodes_equal_reading_them(sizes, nc, seed, block, mode, pre, limit, data):
+    # A scout passes the first nodes (any number: stopped after limit) recording where each
+    # one's draws start; the view jumps to the wanted ones among them and reads on from the
+    # last: the same values, and (exact) the generator ends where NumPy's calls leave it.
+    sizes = np.array(sizes, np.int64)
+    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+        sizes, nc, seed, 0, block, np.random.PCG64
+    )
+    if pre:
+        rng.integers(0, 2**31)  # a buffered 32-bit half
+    twin, twin_rng, starts = _py1br_twin((begins, span_sizes, bounds, stagger, low, high), rng)
+    places = _places(data, int(span_sizes.sum()), starts[bounds])
+    expect = _look_up(twin, places)
+    node_sizes = np.diff(starts[bounds])
+    for exact in (True, False):
+        r = _rng_copy(rng)
+        scout = _shuffle.Scout(r, node_sizes, stagger=stagger, low=low, high=high,
+                               _limit=limit, _force=True)
+        assert scout.running
+        got = np.empty(len(places), np.int64)
+        want_bounds, order = _shuffle.group_places(places, starts[bounds], got)
+        _shuffle.py1br_places(r, begins, span_sizes, bounds, stagger, low, high, got, places,
+                              want_bounds, order, exact=exact, _mode=mode, scout=scout)
+        assert np.array_equal(got, expect)
+        if exact:
+            assert _same_state(r, twin_rng)
+        assert not scout.running or scout.stop() <= min(limit, nc)
+
+
+def test_py1br_scout_must_match_the_nodes_and_generator():
+    sizes = np.array([5000, 7000], np.int64)
+    begins, span_sizes, bounds, stagger, low, high, rng = _py1br_kernel_args(
+        sizes, 2, 5, 0, 3000, np.random.PCG64
+    )
+    node_sizes = np.diff(np.concatenate([[0], np.cumsum(span_sizes)])[bounds])
+    args = (begins, span_sizes, bounds, stagger, low, high)
+    for change in ("state", "stagger", "block"):
+        r = _rng_copy(rng)
+        kw = {"stagger": stagger, "low": low, "high": high}
+        if change == "stagger":
+            kw["stagger"] = (stagger + 1) % low
+        if change == "block":
+            kw["high"] = high + 1
+        scout = _shuffle.Scout(r, node_sizes, _force=True, **kw)
+        if change == "state":
+            r.integers(0, 10)  # the generator moved on since the scout started
+        out = np.array([3], np.int64)
+        with pytest.raises(ValueError, match="scout"):
+            _shuffle.py1br_places(r, *args, out, out, np.array([0, 1, 1]), scout=scout)
+        scout.stop()
+    with pytest.raises(ValueError, match="stagger"):
+        _shuffle.Scout(rng, node_sizes, stagger=np.array([low, 0]), low=low, high=high)
 
 
 def _in_turn(places, node_bounds):
@@ -869,3 +935,31 @@ def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, le
         # The epoch's ~1.4M raws: the helper makes a good share of them and stays on.
         assert helper_offs == 0
         assert helper_made >= 300_000
+
+
+@pytest.mark.parametrize("nc", [4, 32])
+def test_py1br_worker_plans_with_a_scout(monkeypatch, nc):
+    # worker_plan starts a scout over py1br's nodes while it computes the worker's places (made
+    # worth it here for a small epoch): every worker's plan is still its share of the epoch's.
+    from streaming.plan import PlanSpec, epoch_work, worker_plan, worker_work
+
+    monkeypatch.setattr(_shuffle, "_helper_min_raws", 0)
+    started = []
+    make = S._py1br_scout
+
+    def spy(setup):
+        scout = make(setup)
+        started.append(scout.running)
+        return scout
+
+    monkeypatch.setattr(S, "_py1br_scout", spy)
+    sizes = np.full(80, 700, np.int64)
+    spec = PlanSpec(samples_per_shard=sizes, shards_per_stream=[80], choose_per_stream=[56_000],
+                    proportion_per_stream=[1.0], num_canonical_nodes=nc, batch_size=8,
+                    shuffle=True, shuffle_algo="py1br", shuffle_seed=91, shuffle_block_size=2_000)
+    work = epoch_work(spec, 1, 4, 2, 1, 0)
+    for rank in range(4):
+        for worker in range(2):
+            got = worker_plan(spec, 1, 4, 2, 1, 0, 0, rank, worker)
+            assert np.array_equal(got, worker_work(work, 0, rank, worker))
+    assert started and (all(started) or len(os.sched_getaffinity(0)) < 2)
