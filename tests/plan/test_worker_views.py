@@ -254,12 +254,18 @@ def _rng_copy(rng):
     return twin
 
 
-@settings(max_examples=120, deadline=None)
-@given(
+# A py1br epoch of up to 8 shards over up to 6 canonical nodes, with any block size.
+_py1br_epochs = dict(
     sizes=st.lists(st.integers(0, 900), min_size=1, max_size=8),
     nc=st.integers(1, 6),
     seed=seeds_st,
     block=st.integers(3, 1500),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    **_py1br_epochs,
     kind=st.sampled_from(KINDS),
     mode=st.sampled_from([0, 1, 2, 3]),
     pre=st.booleans(),
@@ -324,10 +330,7 @@ def _check_py1br_kernel(sizes, nc, seed, block, kind, mode, pre, data):
 
 @settings(max_examples=80, deadline=None)
 @given(
-    sizes=st.lists(st.integers(0, 900), min_size=1, max_size=8),
-    nc=st.integers(1, 6),
-    seed=seeds_st,
-    block=st.integers(3, 1500),
+    **_py1br_epochs,
     mode=st.sampled_from([0, 2, 3]),
     pre=st.booleans(),
     limit=st.integers(0, 7),
