@@ -501,9 +501,9 @@ def shuffle_places(
     last one down, so the later draws cannot change them), then looks the places up
     (``_shuffle.permutation``).
 
-    ``places`` may be given as a function computing them: for ``py1s`` it is called once a
-    scout (``_shuffle.Scout``) is reading the epoch's first draws on a second core, so the
-    places are computed meanwhile and the draws they do not need are jumped over.
+    ``places`` may be given as a function computing them: for ``py1s`` and ``py1br`` it is
+    called once a scout (``_shuffle.Scout``) is reading the epoch's first draws on a second
+    core, so the places are computed meanwhile and the draws they do not need are jumped over.
 
     Args:
         algo (str): Which shuffling algorithm to use (``naive, py1br, py1e, py1s, py2s``).
