@@ -3388,6 +3388,11 @@ cdef class Scout:
         """Whether a scout was started (and its positions are there to use)."""
         return self.s.pos != NULL
 
+    @property
+    def _joined(self):
+        """Tests: whether its thread is stopped and joined (or was never started)."""
+        return not self.s.started
+
     cdef int check(self, object bit, const int64_t[:] sizes, object key=None) except -1:
         # Its positions hold only for the spans (nodes, stagger, block sizes) and the generator
         # state it started from.

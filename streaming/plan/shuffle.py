@@ -532,7 +532,12 @@ def shuffle_places(
         elif algo == "py1br":
             br_setup = _py1br_setup(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
             scout = _py1br_scout(br_setup)
-        places = places()
+        try:
+            places = places()
+        except BaseException:
+            if scout is not None:
+                scout.stop()  # (not left reading on a core until it is collected)
+            raise
     places = np.asarray(places, np.int64)
     if algo == "py1br":
         return _view_py1br(shard_sizes, num_canonical_nodes, seed, epoch, block_size, places,

@@ -967,3 +967,20 @@ def test_py1br_worker_plans_with_a_scout(monkeypatch, nc):
             got = worker_plan(spec, 1, 4, 2, 1, 0, 0, rank, worker)
             assert np.array_equal(got, worker_work(work, 0, rank, worker))
     assert started and (all(started) or len(os.sched_getaffinity(0)) < 2)
+
+
+def test_a_scout_is_stopped_when_the_places_fail(monkeypatch):
+    # The places are computed while the scout reads; if computing them fails, the scout does
+    # not go on reading the epoch on a core of its own.
+    monkeypatch.setattr(_shuffle, "_helper_min_raws", 0)
+    scouts = []
+    make = S._py1br_scout
+    monkeypatch.setattr(S, "_py1br_scout", lambda setup: scouts.append(make(setup)) or scouts[-1])
+
+    def places():
+        raise KeyError("no places")
+
+    with pytest.raises(KeyError):
+        shuffle_places("py1br", np.full(40, 5_000, np.int64), 8, 3, 0, 20_000, places)
+    assert len(scouts) == 1
+    assert scouts[0].running and scouts[0]._joined  # started, then stopped on the way out
