@@ -2241,6 +2241,13 @@ def gather_shuffle_pieces(rng, const int64_t[:] src, const int64_t[:] starts,
         free(j)
 
 
+cdef inline int64_t _br_most_blocks(int64_t n, int64_t low) noexcept nogil:
+    # The most blocks py1br draws for a node of n samples: they are at least ``low`` long except
+    # where clipped (the last, and those clipped at the node's start by a stagger near ``low``,
+    # each reaching past twice the last's end: fewer than 64).
+    return n // low + 66
+
+
 def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
                          const int64_t[:] stagger, int64_t low, int64_t high):
     """Shuffle each node's samples within staggered blocks of random size (algorithm ``py1br``).
@@ -2270,11 +2277,9 @@ def shuffle_blocks_py1br(rng, int64_t[:] ids, const int64_t[:] node_bounds,
     bit = _bit_generator(rng)
     cdef bitgen_t *bg = _bitgen(bit)
     cdef int64_t start, stop, end, size, bstart, bstop, st
-    # Blocks are at least ``low`` long except where clipped: the last, and those clipped at the
-    # node's start (a stagger near ``low``), each reaching past twice the last's end: < 64.
     cdef Py_ssize_t cap = 2, nblocks, b
     for node in range(num_nodes):
-        cap += (node_bounds[node + 1] - node_bounds[node]) // low + 66
+        cap += _br_most_blocks(node_bounds[node + 1] - node_bounds[node], low)
     cdef int64_t *blocks = <int64_t *>malloc(2 * cap * sizeof(int64_t))
     if blocks == NULL:
         raise MemoryError()
@@ -3351,8 +3356,7 @@ cdef class Scout:
         if stagger is not None:
             # py1br: each node's blocks are drawn (their sizes from the reader) and read past.
             for k in range(n):
-                if arr[k] // low + 66 > cap:
-                    cap = arr[k] // low + 66
+                cap = max(cap, _br_most_blocks(arr[k], low))
             starts = np.zeros(n + 1, np.int64)
             np.cumsum(arr, out=starts[1:])
             self.br_arrs = (starts, stagger, np.empty(cap, np.int64), np.empty(cap, np.int64))
@@ -4640,7 +4644,7 @@ def py1br_places(rng, begins, sizes, node_spans, stagger, int64_t low, int64_t h
     for c in range(nodes):
         n = starts[ns[c + 1]] - starts[ns[c]]
         largest = n if n > largest else largest
-        cap = n // low + 66 if n // low + 66 > cap else cap
+        cap = max(cap, _br_most_blocks(n, low))
     w_arr, wb_arr, ord_arr, most = _grouping(want, want_bounds, order, nodes, out.shape[0],
                                              total)
     cdef const int64_t[::1] w = w_arr

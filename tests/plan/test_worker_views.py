@@ -941,22 +941,27 @@ def test_raws_ahead_helper_kept_when_slow_and_left_when_descheduled(delay_ns, le
         assert helper_made >= 300_000
 
 
+def _spied_scouts(monkeypatch):
+    """The py1br scouts shuffle_places starts from here on (made worth it for small epochs)."""
+    monkeypatch.setattr(_shuffle, "_helper_min_raws", 0)
+    scouts = []
+    make = S._py1br_scout
+
+    def spy(setup):
+        scouts.append(make(setup))
+        return scouts[-1]
+
+    monkeypatch.setattr(S, "_py1br_scout", spy)
+    return scouts
+
+
 @pytest.mark.parametrize("nc", [4, 32])
 def test_py1br_worker_plans_with_a_scout(monkeypatch, nc):
     # worker_plan starts a scout over py1br's nodes while it computes the worker's places (made
     # worth it here for a small epoch): every worker's plan is still its share of the epoch's.
     from streaming.plan import PlanSpec, epoch_work, worker_plan, worker_work
 
-    monkeypatch.setattr(_shuffle, "_helper_min_raws", 0)
-    started = []
-    make = S._py1br_scout
-
-    def spy(setup):
-        scout = make(setup)
-        started.append(scout.running)
-        return scout
-
-    monkeypatch.setattr(S, "_py1br_scout", spy)
+    scouts = _spied_scouts(monkeypatch)
     sizes = np.full(80, 700, np.int64)
     spec = PlanSpec(samples_per_shard=sizes, shards_per_stream=[80], choose_per_stream=[56_000],
                     proportion_per_stream=[1.0], num_canonical_nodes=nc, batch_size=8,
@@ -966,16 +971,14 @@ def test_py1br_worker_plans_with_a_scout(monkeypatch, nc):
         for worker in range(2):
             got = worker_plan(spec, 1, 4, 2, 1, 0, 0, rank, worker)
             assert np.array_equal(got, worker_work(work, 0, rank, worker))
-    assert started and (all(started) or len(os.sched_getaffinity(0)) < 2)
+    assert scouts and (all(scout.running for scout in scouts)
+                       or len(os.sched_getaffinity(0)) < 2)
 
 
 def test_a_scout_is_stopped_when_the_places_fail(monkeypatch):
     # The places are computed while the scout reads; if computing them fails, the scout does
     # not go on reading the epoch on a core of its own.
-    monkeypatch.setattr(_shuffle, "_helper_min_raws", 0)
-    scouts = []
-    make = S._py1br_scout
-    monkeypatch.setattr(S, "_py1br_scout", lambda setup: scouts.append(make(setup)) or scouts[-1])
+    scouts = _spied_scouts(monkeypatch)
 
     def places():
         raise KeyError("no places")
