@@ -148,11 +148,24 @@ class StreamingDataLoader(DataLoader):
                 generator=self.generator, prefetch_factor=self.prefetch_factor,
                 persistent_workers=self.persistent_workers,
                 pin_memory_device=self.pin_memory_device)
-        if first or not self.persistent_workers:  # workers about to start get new rings
-            self._chunk_loader.dataset.new_rings(self.num_workers)
+        retired = self.__dict__.pop("_retired", None)
+        if first or not self.persistent_workers:
+            # Workers about to start get new rings, or the last epoch's once its workers are
+            # gone (no process writes in them then; the slots of batches still held stay taken):
+            # their pages are made already (~4k page faults a worker otherwise).
+            rings = self._chunk_loader.dataset.rings
+            if not (_reap(retired) and rings is not None and len(rings) == self.num_workers):
+                self._chunk_loader.dataset.new_rings(self.num_workers)
         chunks = iter(self._chunk_loader)
         _widen_pipe(chunks)
         yield from interleave(chunks, self.num_workers)
+        if not self.persistent_workers:
+            # Every worker has sent its last chunk: they are told to exit now and reaped at
+            # the next epoch (or when the loader goes), so the epoch's last batch is not
+            # followed by a wait for the workers' exits (the kernel tearing down each one's
+            # address space: ~5-8 ms an epoch on the benchmark box, docs/performance.md).
+            _retire(chunks)
+            self.__dict__["_retired"] = chunks
 
     def _iter_in_process(self) -> Iterator[Any]:
         """Batch the dataset's samples as torch's single-process loader does (same batches, same
@@ -195,6 +208,7 @@ class StreamingDataLoader(DataLoader):
 
     def __del__(self) -> None:
         """Terminate the workers during cleanup."""
+        _reap(self.__dict__.pop("_retired", None))
         for loader in (self, getattr(self, "_chunk_loader", None)):
             iterator = getattr(loader, "_iterator", None)
             if iterator is not None and hasattr(iterator, "_shutdown_workers"):
@@ -207,6 +221,28 @@ def _length(value: Any) -> int:
     if type(value) is Tensor and value.dim():
         return value.shape[0]
     return len(value)
+
+
+def _retire(iterator: Any) -> None:
+    """Tell the workers of torch's multi-process ``iterator`` to exit, as its shutdown does,
+    without waiting for them: each one's last message has been taken (what
+    ``_shutdown_workers`` then does, joining them, costs no wait once they are gone)."""
+    done = getattr(iterator, "_workers_done_event", None)
+    if done is None or getattr(iterator, "_shutdown", True):
+        return
+    done.set()
+    for worker, queue in enumerate(iterator._index_queues):
+        if iterator._workers_status[worker]:
+            queue.put(None)
+
+
+def _reap(iterator: Any) -> bool:
+    """Shut down torch's multi-process ``iterator`` (retired by :func:`_retire`), if any;
+    whether it had one and every one of its workers is gone."""
+    if iterator is None:
+        return False
+    iterator._shutdown_workers()  # (a no-op while the interpreter exits)
+    return iterator._shutdown and not any(worker.is_alive() for worker in iterator._workers)
 
 
 def _widen_pipe(iterator: Any) -> None:

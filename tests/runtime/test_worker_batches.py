@@ -12,6 +12,7 @@ import fcntl
 import gc
 import os
 import pickle
+import time
 from itertools import islice
 from multiprocessing.reduction import ForkingPickler
 
@@ -574,3 +575,82 @@ def test_no_rings_when_memfd_is_refused(token_dataset, monkeypatch) -> None:
     fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
     _same_epochs(fast, slow, epochs=1)
     assert fast._chunk_loader.dataset.rings is None
+
+
+def _exited(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie or gone), without reaping it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _wait_exited(pids: list[int], seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not all(map(_exited, pids)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_an_epochs_workers_exit_unwaited_and_are_reaped_next_epoch(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
+    _same_epochs(fast, slow, epochs=1)
+    retired = fast._retired  # the epoch ended without joining its workers...
+    pids = [worker.pid for worker in retired._workers]
+    assert not retired._shutdown and retired._workers_done_event.is_set()
+    assert _wait_exited(pids)  # ...which were told to exit, and did on their own
+    torch.manual_seed(1)
+    it = iter(fast)
+    got = next(it)  # the next epoch's workers start; the last epoch's are reaped
+    assert retired._shutdown and "_retired" not in fast.__dict__
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+    del got, it
+    torch.manual_seed(1)
+    next(iter(slow))  # (the same epoch abandoned by torch's own loader)
+    _same_epochs(fast, slow, epochs=2)
+    last = fast._retired
+    del fast
+    gc.collect()
+    assert last._shutdown  # reaped with the loader
+
+
+def test_a_finished_epochs_rings_serve_the_next_and_keep_held_batches(token_dataset,
+                                                                      small_rings) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)  # (each epoch's bytes differ)
+    torch.manual_seed(0)
+    first = list(fast)
+    held = first[0]["tokens"][1:]  # kept across epochs, as a training loop may keep a batch
+    want = held.clone()
+    torch.manual_seed(0)
+    _same(first, list(slow))
+    del first
+    assert _in_rings(fast, held)
+    rings = fast._chunk_loader.dataset.rings
+    tokens = [ring.token for ring in rings]
+    puts = [ring.puts for ring in rings]
+    _same_epochs(fast, slow, epochs=2)  # their workers write in the same rings...
+    assert [ring.token for ring in fast._chunk_loader.dataset.rings] == tokens
+    assert all(ring.puts > before for ring, before in zip(rings, puts))
+    assert torch.equal(held, want)  # ...around the slots still held
+    del held
+    gc.collect()
+    assert not any(ring.used.any() for ring in rings)
+
+
+def test_an_abandoned_epochs_workers_are_joined_and_its_rings_dropped(token_dataset) -> None:
+    fast, slow = _pair(token_dataset, num_workers=2, shuffle=True)
+    tokens = None
+    for n, _ in enumerate(fast):
+        tokens = [ring.token for ring in fast._chunk_loader.dataset.rings]
+        if n == 4:
+            break
+    assert not hasattr(fast, "_retired")  # dropped mid-epoch: torch shut its workers down
+    for n, _ in enumerate(slow):
+        if n == 4:
+            break
+    _same_epochs(fast, slow, epochs=1)
+    assert tokens is not None
+    assert not {ring.token for ring in fast._chunk_loader.dataset.rings} & set(tokens)
