@@ -159,11 +159,12 @@ class StreamingDataLoader(DataLoader):
         chunks = iter(self._chunk_loader)
         _widen_pipe(chunks)
         yield from interleave(chunks, self.num_workers)
-        if not self.persistent_workers:
+        if not self.persistent_workers and not self.pin_memory:
             # Every worker has sent its last chunk: they are told to exit now and reaped at
             # the next epoch (or when the loader goes), so the epoch's last batch is not
             # followed by a wait for the workers' exits (the kernel tearing down each one's
             # address space: ~5-8 ms an epoch on the benchmark box, docs/performance.md).
+            # Not with a pinning thread, which torch stops before the workers.
             _retire(chunks)
             self.__dict__["_retired"] = chunks
 

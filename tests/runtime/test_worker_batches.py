@@ -13,6 +13,7 @@ import gc
 import os
 import pickle
 import time
+import warnings
 from itertools import islice
 from multiprocessing.reduction import ForkingPickler
 
@@ -654,3 +655,13 @@ def test_an_abandoned_epochs_workers_are_joined_and_its_rings_dropped(token_data
     _same_epochs(fast, slow, epochs=1)
     assert tokens is not None
     assert not {ring.token for ring in fast._chunk_loader.dataset.rings} & set(tokens)
+
+
+def test_an_epoch_with_pinning_is_shut_down_as_torchs(token_dataset) -> None:
+    # Torch stops its pinning thread before the workers; such an epoch is not retired early.
+    loader = StreamingDataLoader(StreamingDataset(local=token_dataset, batch_size=8),
+                                 batch_size=8, num_workers=2, pin_memory=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (no accelerator here: torch warns and does not pin)
+        assert sum(len(batch["id"]) for batch in loader) == 203
+    assert "_retired" not in loader.__dict__
