@@ -209,9 +209,9 @@ class StreamingDataLoader(DataLoader):
 
     def __del__(self) -> None:
         """Terminate the workers during cleanup."""
-        _reap(self.__dict__.pop("_retired", None))
-        for loader in (self, getattr(self, "_chunk_loader", None)):
-            iterator = getattr(loader, "_iterator", None)
+        iterators = [getattr(loader, "_iterator", None)
+                     for loader in (self, getattr(self, "_chunk_loader", None))]
+        for iterator in (self.__dict__.get("_retired"), *iterators):
             if iterator is not None and hasattr(iterator, "_shutdown_workers"):
                 iterator._shutdown_workers()
 
@@ -228,10 +228,7 @@ def _retire(iterator: Any) -> None:
     """Tell the workers of torch's multi-process ``iterator`` to exit, as its shutdown does,
     without waiting for them: each one's last message has been taken (what
     ``_shutdown_workers`` then does, joining them, costs no wait once they are gone)."""
-    done = getattr(iterator, "_workers_done_event", None)
-    if done is None or getattr(iterator, "_shutdown", True):
-        return
-    done.set()
+    iterator._workers_done_event.set()
     for worker, queue in enumerate(iterator._index_queues):
         if iterator._workers_status[worker]:
             queue.put(None)
