@@ -35,6 +35,7 @@ from typing import Callable, Iterator, Sequence
 from filelock import Timeout
 
 from streaming.locks import FileLock
+from streaming.storage.ledger_db import LedgerConnection
 
 __all__ = ["CacheEntry", "ShardCache", "runtime_dir"]
 
@@ -213,19 +214,18 @@ class ShardCache:
         self.__dict__.update(state)
         self._init_process_state()
 
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> LedgerConnection:
         if self._pid != os.getpid():  # forked: never reuse the parent's connections or locks
             self._init_process_state()
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self._ledger_path, timeout=600, isolation_level=None,
-                                 check_same_thread=False)
+            db = LedgerConnection(self._ledger_path, timeout=600)
             self._use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
         return db
 
-    def _use_wal(self, db: sqlite3.Connection) -> None:
+    def _use_wal(self, db: LedgerConnection) -> None:
         """Put the ledger in WAL mode (kept in its file: done once per ledger). SQLite refuses
         the switch at once ("database is locked", without waiting on its busy timeout) while
         another connection reads the file, so processes opening a new ledger together switch
@@ -243,7 +243,7 @@ class ShardCache:
                     time.sleep(0.001 * (attempt + 1))
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[LedgerConnection]:
         """A write transaction: the ledger is ours until it commits."""
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
@@ -464,7 +464,7 @@ class ShardCache:
                     return
             time.sleep(TICK)
 
-    def _make_room(self, db: sqlite3.Connection, need: int, force: bool) -> bool:
+    def _make_room(self, db: LedgerConnection, need: int, force: bool) -> bool:
         """Evict until ``need`` more bytes fit; False if only busy shards stand in the way."""
         if not self.cache_limit:
             return True

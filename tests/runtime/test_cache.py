@@ -272,3 +272,82 @@ def test_processes_opening_a_new_ledger_together(tmp_path):
     assert found == []
     db = sqlite3.connect(os.path.join(str(tmp_path / "r0"), "ledger.sqlite3"))
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _fork_and_use_ledger(cache: ShardCache, mat) -> int:
+    """Fork; the child prepares a shard (a ledger call) within 10 s or is killed. Its status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (child)
+        import signal
+
+        signal.alarm(10)
+        try:
+            cache.prepare(1, mat(1))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def test_forks_while_threads_use_the_ledger_never_leave_a_child_stuck(tmp_path):
+    # A child forked while another thread was inside SQLite inherited SQLite's mutex held and
+    # waited forever in its first ledger call (5-30% of such forks here, before the guard).
+    cache, mat, _ = _make(str(tmp_path))
+    for i in range(len(SIZES)):
+        cache.prepare(i, mat(i))
+    stop = threading.Event()
+
+    def hammer():
+        while not stop.is_set():
+            cache.prepare(0, mat(0))
+            assert cache.usage == sum(SIZES)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        statuses = [_fork_and_use_ledger(cache, mat) for _ in range(120)]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert statuses == [0] * 120
+
+
+def test_fork_waits_for_a_transaction_another_call_waits_on(tmp_path):
+    # Thread A waits (SQLite's busy timeout) for thread B's transaction; a fork then waits for
+    # A, and must let B finish its transaction meanwhile instead of waiting forever.
+    cache, mat, _ = _make(str(tmp_path))
+    cache.prepare(0, mat(0))
+    in_txn, a_waiting, done = threading.Event(), threading.Event(), []
+
+    def b():
+        with cache._transaction() as db:
+            in_txn.set()
+            a_waiting.wait(10)
+            time.sleep(0.3)  # (the fork is pending by now)
+            db.execute("UPDATE shards SET atime=? WHERE key=?", (time.time(), cache.entries[0].key))
+        done.append("b")
+
+    def a():
+        in_txn.wait(10)
+        a_waiting.set()
+        with cache._transaction():  # waits for B's commit
+            pass
+        done.append("a")
+
+    statuses = []
+    threads = [threading.Thread(target=f, daemon=True) for f in (b, a)]
+    for t in threads:
+        t.start()
+    a_waiting.wait(10)
+    time.sleep(0.1)
+    # (Forked from a thread of its own: were it stuck, the test fails instead of hanging.)
+    fork = threading.Thread(target=lambda: statuses.append(_fork_and_use_ledger(cache, mat)),
+                            daemon=True)
+    fork.start()
+    fork.join(20)
+    assert statuses == [0], "the fork never happened: the guard kept B's commit out"
+    for t in threads:
+        t.join(10)
+    assert done == ["b", "a"]

@@ -1,0 +1,174 @@
+"""Connections to the cache's ledger (SQLite) that a fork never catches inside a call.
+
+SQLite keeps process-wide mutexes (its allocator's, its open-files list's). A process forked
+while another of its threads is inside a SQLite call inherits that mutex held by a thread the
+child does not have, and the child's first SQLite call then waits forever: a DataLoader worker
+forked while the main process's prefetch thread touches the ledger hung in ``sqlite3.connect``.
+Every call here counts itself in and out, and a fork (``os.register_at_fork``) waits until no
+thread is inside one and keeps new ones out until it is done. Calls are not serialized: a
+thread waiting on SQLite's busy timeout never holds up another thread's call (one that would
+end the transaction it waits for, say); only forks wait for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from typing import Any, Sequence
+
+__all__ = ["LedgerConnection", "Rows"]
+
+
+class _ForkGuard:
+    """How many threads are inside a SQLite call; a fork waits for none to be.
+
+    While a fork waits, new calls wait for it, except those of a thread inside a transaction:
+    another thread's call may be waiting (on SQLite's busy timeout) for that transaction to end.
+    """
+
+    def __init__(self) -> None:
+        # (Reentrant: the forking thread may collect a connection while it holds the guard.)
+        self._cond = threading.Condition(threading.RLock())
+        self._inside = 0
+        self._forking = False
+        self._unclosed: list[sqlite3.Connection] = []
+
+    def enter(self, in_transaction: bool = False) -> None:
+        with self._cond:
+            while self._forking and not in_transaction:
+                self._cond.wait()
+            self._inside += 1
+            unclosed, self._unclosed = self._unclosed, []
+        for db in unclosed:  # (collected while a fork was under way)
+            db.close()
+
+    def try_enter(self) -> bool:
+        """:meth:`enter` if that needs no wait (whether it did)."""
+        if not self._cond.acquire(blocking=False):
+            return False
+        try:
+            if self._forking:
+                return False
+            self._inside += 1
+            return True
+        finally:
+            self._cond.release()
+
+    def leave(self) -> None:
+        with self._cond:
+            self._inside -= 1
+            if not self._inside:
+                self._cond.notify_all()
+
+    def close_later(self, db: sqlite3.Connection) -> None:
+        with self._cond:
+            self._unclosed.append(db)
+
+    def hold(self) -> None:
+        """Wait until no thread is inside a call; return holding the guard, so that none enters
+        until :meth:`let_go`."""
+        self._cond.acquire()
+        self._forking = True
+        while self._inside:
+            self._cond.wait()
+
+    def let_go(self) -> None:
+        self._forking = False
+        self._cond.notify_all()
+        self._cond.release()
+
+
+_guard = _ForkGuard()
+
+
+def _before_fork() -> None:
+    _guard.hold()
+
+
+def _after_fork_in_parent() -> None:
+    _guard.let_go()
+
+
+def _after_fork_in_child() -> None:
+    global _guard
+    _guard = _ForkGuard()  # (the child's only thread is the forking one: none is inside)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+
+
+class Rows:
+    """What a statement returned, read in full while inside the call."""
+
+    __slots__ = ("rows", "rowcount")
+
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
+        self.rows = rows
+        self.rowcount = rowcount
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        """The first row, or ``None``."""
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """Every row."""
+        return self.rows
+
+
+class LedgerConnection:
+    """A SQLite connection in autocommit mode (transactions are explicit), whose calls a fork
+    waits for (see the module's docstring).
+
+    Args:
+        path (str): The database file.
+        timeout (float): Seconds SQLite waits for another connection's write lock.
+    """
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self._pid = os.getpid()
+        guard = _guard
+        guard.enter()
+        try:
+            self._db = sqlite3.connect(path, timeout=timeout, isolation_level=None,
+                                       check_same_thread=False)
+        finally:
+            guard.leave()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
+        """Run one statement and read all it returns.
+
+        Args:
+            sql (str): The statement.
+            params (Sequence[Any]): Its parameters. Defaults to ``()``.
+
+        Returns:
+            Rows: Its rows and ``rowcount``.
+        """
+        guard = _guard
+        guard.enter(self._db.in_transaction)
+        try:
+            cursor = self._db.execute(sql, params)
+            return Rows(cursor.fetchall(), cursor.rowcount)
+        finally:
+            guard.leave()
+
+    @property
+    def total_changes(self) -> int:
+        """Rows this connection has inserted, updated or deleted."""
+        return self._db.total_changes
+
+    def __del__(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is None or os.getpid() != self._pid:
+            return  # (a forked child drops its parent's connections: no thread of its is inside)
+        guard = _guard
+        if guard.try_enter():
+            try:
+                db.close()
+            finally:
+                guard.leave()
+        else:  # a fork is under way (or the guard is busy): closed by the next call to enter
+            guard.close_later(db)
