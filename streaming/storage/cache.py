@@ -400,11 +400,14 @@ class ShardCache:
             bool: Whether the shard is resident now.
         """
         entry = self.entries[shard_id]
+        if self._recorded_fresh(shard_id):
+            return True
         with self._hold(shard_id, blocking) as held:
             if not held:
                 return False
             if entry.has_raw():
-                self._touch_or_record(shard_id)
+                if not self._recorded_fresh(shard_id):  # (another process may have, meanwhile)
+                    self._touch_or_record(shard_id)
                 return True
             if not entry.evictable and not entry.zip_files:
                 raise FileNotFoundError(
@@ -434,6 +437,19 @@ class ShardCache:
         self._last_touch[shard_id] = now
         self._db().execute("UPDATE shards SET atime=? WHERE key=?",
                            (time.time(), self.entries[shard_id].key))
+
+    def _recorded_fresh(self, shard_id: int) -> bool:
+        """Whether the ledger has the shard resident, touched within :data:`TOUCH_INTERVAL` by
+        any process, and its files are there: then preparing it is a read, neither its lock nor
+        a write (DataLoader workers starting an epoch each prepare the same shards at once, and
+        their write transactions and lock waits were most of a worker's first shard)."""
+        entry = self.entries[shard_id]
+        row = self._db().execute("SELECT atime FROM shards WHERE key=? AND state=?",
+                                 (entry.key, LOCAL)).fetchone()
+        if row is None or not 0 <= time.time() - row[0] < TOUCH_INTERVAL or not entry.has_raw():
+            return False
+        self._last_touch[shard_id] = time.monotonic()
+        return True
 
     def _touch_or_record(self, shard_id: int) -> None:
         """The shard is on disk: refresh its access time, recording it if the ledger missed it."""

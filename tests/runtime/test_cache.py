@@ -15,6 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from streaming.locks import FileLock
 from streaming.storage.cache import PREPARING, CacheEntry, ShardCache
 
 SIZES = [100, 250, 180, 90, 300, 120]
@@ -74,6 +75,57 @@ def test_threads_prepare_each_shard_once(tmp_path):
         t.join()
     assert sorted(calls) == list(range(len(SIZES)))
     assert cache.usage == sum(SIZES)
+
+
+def _ledger_row(cache: ShardCache, shard_id: int):
+    db = sqlite3.connect(os.path.join(cache.root, "ledger.sqlite3"))
+    try:
+        return db.execute("SELECT atime, state FROM shards WHERE key=?",
+                          (cache.entries[shard_id].key,)).fetchone()
+    finally:
+        db.close()
+
+
+def test_shard_recorded_moments_ago_is_ready_without_its_lock_or_a_write(tmp_path):
+    # (Another process's view of the same cache: its own connection and locks.)
+    cache, mat, calls = _make(str(tmp_path))
+    assert cache.prepare(0, mat(0))
+    other = ShardCache(cache.root, cache.entries, None)
+    busy = FileLock(cache.lock_path(cache.entries[0].key), thread_local=False)
+    with busy:  # e.g. a third process checking it right now
+        assert other.prepare(0, mat(0), blocking=False)
+    assert other._db().total_changes == 0
+    assert calls == [0]
+    # Not yet recorded: the lock decides (busy, not blocking: not ready here).
+    with FileLock(cache.lock_path(cache.entries[1].key), thread_local=False):
+        assert not other.prepare(1, mat(1), blocking=False)
+    assert calls == [0]
+
+
+def test_stale_access_time_is_refreshed_by_prepare(tmp_path):
+    cache, mat, calls = _make(str(tmp_path))
+    cache.prepare(0, mat(0))
+    db = sqlite3.connect(os.path.join(cache.root, "ledger.sqlite3"))
+    db.execute("UPDATE shards SET atime=? WHERE key=?", (time.time() - 60, cache.entries[0].key))
+    db.commit()
+    db.close()
+    other = ShardCache(cache.root, cache.entries, None)
+    before = time.time()
+    assert other.prepare(0, mat(0))
+    atime, _ = _ledger_row(cache, 0)
+    assert atime >= before - 0.01
+    assert calls == [0]
+
+
+def test_recorded_shard_whose_file_vanished_is_prepared_again(tmp_path):
+    cache, mat, calls = _make(str(tmp_path))
+    cache.prepare(0, mat(0))
+    os.remove(cache.entries[0].raw_files[0])  # deleted behind the ledger's back, just now
+    other = ShardCache(cache.root, cache.entries, None)
+    assert other.prepare(0, mat(0))
+    assert calls == [0, 0]
+    with open(cache.entries[0].raw_files[0], "rb") as f:
+        assert f.read() == _content(0, SIZES[0])
 
 
 def test_lru_eviction_respects_limit(tmp_path):
