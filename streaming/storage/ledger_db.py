@@ -12,6 +12,7 @@ end the transaction it waits for, say); only forks wait for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -41,7 +42,8 @@ class _ForkGuard:
             self._inside += 1
             unclosed, self._unclosed = self._unclosed, []
         for db in unclosed:  # (collected while a fork was under way)
-            db.close()
+            with contextlib.suppress(sqlite3.Error):  # (never leave the count raised)
+                db.close()
 
     def try_enter(self) -> bool:
         """:meth:`enter` if that needs no wait (whether it did)."""
@@ -160,11 +162,11 @@ class LedgerConnection:
         """Rows this connection has inserted, updated or deleted."""
         return self._db.total_changes
 
-    def __del__(self) -> None:
+    def __del__(self, _getpid: Any = os.getpid) -> None:
         db = getattr(self, "_db", None)
-        if db is None or os.getpid() != self._pid:
+        guard = _guard  # (None while the interpreter tears the module down)
+        if db is None or guard is None or _getpid() != self._pid:
             return  # (a forked child drops its parent's connections: no thread of its is inside)
-        guard = _guard
         if guard.try_enter():
             try:
                 db.close()
