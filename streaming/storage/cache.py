@@ -406,8 +406,7 @@ class ShardCache:
             if not held:
                 return False
             if entry.has_raw():
-                if not self._recorded_fresh(shard_id):  # (another process may have, meanwhile)
-                    self._touch_or_record(shard_id)
+                self._touch_or_record(shard_id)
                 return True
             if not entry.evictable and not entry.zip_files:
                 raise FileNotFoundError(
@@ -452,7 +451,10 @@ class ShardCache:
         return True
 
     def _touch_or_record(self, shard_id: int) -> None:
-        """The shard is on disk: refresh its access time, recording it if the ledger missed it."""
+        """The shard is on disk: refresh its access time, recording it if the ledger missed it
+        (unless another process just did, while this one waited for the shard's lock)."""
+        if self._recorded_fresh(shard_id):
+            return
         entry = self.entries[shard_id]
         now = time.time()
         with self._transaction() as db:

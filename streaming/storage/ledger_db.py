@@ -16,7 +16,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 __all__ = ["LedgerConnection", "Rows"]
 
@@ -35,27 +35,24 @@ class _ForkGuard:
         self._forking = False
         self._unclosed: list[sqlite3.Connection] = []
 
-    def enter(self, in_transaction: bool = False) -> None:
-        with self._cond:
+    def enter(self, in_transaction: bool = False, wait: bool = True) -> bool:
+        """Count this thread in (see the class's docstring); if not ``wait``, only if that needs
+        no wait. Whether it did."""
+        if not self._cond.acquire(blocking=wait):
+            return False
+        try:
             while self._forking and not in_transaction:
+                if not wait:
+                    return False
                 self._cond.wait()
             self._inside += 1
             unclosed, self._unclosed = self._unclosed, []
+        finally:
+            self._cond.release()
         for db in unclosed:  # (collected while a fork was under way)
             with contextlib.suppress(sqlite3.Error):  # (never leave the count raised)
                 db.close()
-
-    def try_enter(self) -> bool:
-        """:meth:`enter` if that needs no wait (whether it did)."""
-        if not self._cond.acquire(blocking=False):
-            return False
-        try:
-            if self._forking:
-                return False
-            self._inside += 1
-            return True
-        finally:
-            self._cond.release()
+        return True
 
     def leave(self) -> None:
         with self._cond:
@@ -102,6 +99,17 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_after_fork_in_child)
 
 
+@contextlib.contextmanager
+def _inside(in_transaction: bool = False) -> Iterator[None]:
+    """One SQLite call, counted in the guard."""
+    guard = _guard
+    guard.enter(in_transaction)
+    try:
+        yield
+    finally:
+        guard.leave()
+
+
 class Rows:
     """What a statement returned, read in full while inside the call."""
 
@@ -131,13 +139,9 @@ class LedgerConnection:
 
     def __init__(self, path: str, timeout: float) -> None:
         self._pid = os.getpid()
-        guard = _guard
-        guard.enter()
-        try:
+        with _inside():
             self._db = sqlite3.connect(path, timeout=timeout, isolation_level=None,
                                        check_same_thread=False)
-        finally:
-            guard.leave()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
         """Run one statement and read all it returns.
@@ -149,13 +153,9 @@ class LedgerConnection:
         Returns:
             Rows: Its rows and ``rowcount``.
         """
-        guard = _guard
-        guard.enter(self._db.in_transaction)
-        try:
+        with _inside(self._db.in_transaction):
             cursor = self._db.execute(sql, params)
             return Rows(cursor.fetchall(), cursor.rowcount)
-        finally:
-            guard.leave()
 
     @property
     def total_changes(self) -> int:
@@ -167,7 +167,7 @@ class LedgerConnection:
         guard = _guard  # (None while the interpreter tears the module down)
         if db is None or guard is None or _getpid() != self._pid:
             return  # (a forked child drops its parent's connections: no thread of its is inside)
-        if guard.try_enter():
+        if guard.enter(wait=False):
             try:
                 db.close()
             finally:
