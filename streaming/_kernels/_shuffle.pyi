@@ -74,6 +74,7 @@ def permutation(
     n: int,
     places: NDArray[np.int64] | None = ...,
     out: NDArray[np.int64] | None = ...,
+    exact: bool = ...,
     _mode: int = ...,
 ) -> NDArray[np.int64]: ...
 def group_places(
