@@ -67,7 +67,7 @@ BENCHES = ["write", "read", "plan", "iterate", "ttfs", "s3", "convert"]
 APPLIES = {
     "write": ["reference", "project", "neprr", "litdata"],
     "read": ["reference", "project", "neprr", "litdata", "raw"],
-    "plan": ["reference", "project"],
+    "plan": ["reference", "project", "neprr"],
     "iterate": ["reference", "project", "neprr", "litdata", "raw"],
     "ttfs": ["reference", "project", "neprr", "litdata"],
     "s3": ["reference", "project", "neprr", "litdata"],
