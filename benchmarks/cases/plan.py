@@ -47,6 +47,12 @@ def _sizes(n: int, per: int) -> np.ndarray:
     return sizes
 
 
+def _block_size(nc: int) -> int:
+    """The reference's default ``shuffle_block_size`` for ``nc`` canonical nodes, given to the
+    planners that take it as an argument."""
+    return max(4_000_000 // nc, 1 << 18)
+
+
 def _reference_planner(sizes: np.ndarray, nc: int, algo: str):
     from streaming.base.batching.random import generate_work_random_batching
     from streaming.base.dataset import StreamingDataset
@@ -70,7 +76,7 @@ def _reference_planner(sizes: np.ndarray, nc: int, algo: str):
         initial_physical_nodes=None,
         shuffle=True,
         shuffle_algo=algo,
-        shuffle_block_size=max(4_000_000 // nc, 1 << 18),
+        shuffle_block_size=_block_size(nc),
     )
     ds.resample_streams = StreamingDataset.resample_streams.__get__(ds)
     world = SimpleNamespace(num_nodes=NODES, ranks_per_node=RANKS, workers_per_rank=WORKERS)
@@ -128,7 +134,7 @@ def _neprr_planner(sizes: np.ndarray, nc: int, algo: str):
 
     ds = StreamingDataset(local=root, remote=None, shuffle=True, shuffle_algo=algo,
                           num_canonical_nodes=nc, batch_size=BATCH, shuffle_seed=SEED,
-                          shuffle_block_size=max(4_000_000 // nc, 1 << 18),
+                          shuffle_block_size=_block_size(nc),
                           partition_algo="relaxed", sampling_method="balanced")
     native = ds._get_native()  # (what its own __iter__ plans and reads through)
 
@@ -160,7 +166,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     elapsed = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
     work_mb = vm_hwm_mb() - before
-    ids = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids)).ravel()
+    ids = ids.ravel() if isinstance(ids, np.ndarray) else np.fromiter(ids, np.int64)
     checksum = int(ids[:1000].sum())  # the same for every faithful planner
     return {
         "seconds": elapsed,
