@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -71,7 +72,9 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
 
     The temp file lives in the same directory (so the final rename is atomic), is named
     ``.BASENAME.XXXX.part`` and is fsynced and renamed over ``path`` when the block exits
-    cleanly. If the block raises, the temp file is removed and ``path`` is untouched.
+    cleanly. If the block raises, the temp file is removed and ``path`` is untouched; an
+    ``OSError`` of the storage (no space, quota, I/O error, read-only) that names no file is
+    raised again naming ``path``.
 
     Args:
         path (str): Final file path. Its directory is created if missing.
@@ -93,8 +96,18 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STORAGE_ERRNOS:
+            # A write or fsync through a descriptor fails without a name ("[Errno 28] No space
+            # left on device"): say which file could not be made.
+            raise type(exc)(exc.errno, exc.strerror, path) from exc
         raise
     fsync_dir(dirname)
+
+
+# Errors of the file's storage (not, say, of a network read feeding the block), which
+# atomic_file names the file in.
+_STORAGE_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS") if hasattr(errno, name))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import errno
 import importlib.util
 import json
 import os
@@ -181,3 +182,29 @@ def test_buffers_are_released_after_finish(tmp_path) -> None:
         writer.write({"a": np.full(100_000, i, np.uint8)})
     writer.finish()
     assert writer._free == [] and len(writer.shards) > 3
+
+
+def test_disk_full_names_the_shard_and_leaves_nothing_half_written(tmp_path, monkeypatch) -> None:
+    from streaming.format import index as index_mod
+
+    real = os.writev
+    calls = []
+
+    def writev(fd, buffers):  # the third shard's write finds the disk full
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, buffers)
+
+    monkeypatch.setattr(index_mod.os, "writev", writev)
+    out = tmp_path / "d"
+    writer = MDSWriter(out=str(out), columns={"a": "bytes"}, size_limit=3000)
+    with pytest.raises(RuntimeError, match=r"No space left on device: '.*shard\.00002\.mds'") as info:
+        try:
+            for i in range(200):
+                writer.write({"a": bytes([i % 256]) * 1000})
+        finally:
+            writer.finish()
+    assert info.value.__cause__.errno == errno.ENOSPC
+    names = sorted(os.listdir(out))
+    assert names == ["shard.00000.mds", "shard.00001.mds"]  # no temp file, no index

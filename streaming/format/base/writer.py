@@ -499,10 +499,12 @@ class Writer:
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
             self.cancel_future_jobs()
+            failure = self._failure
+            # str, not repr: an OSError's repr leaves out the file it names.
             raise RuntimeError(
                 f"Writing the dataset to {self.local} failed in a background thread: "
-                f"{self._failure!r}"
-            ) from self._failure
+                f"{type(failure).__name__}: {failure}"
+            ) from failure
 
     def __enter__(self) -> Writer:
         """Enter context manager.
