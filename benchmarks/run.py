@@ -130,20 +130,25 @@ def run_worker(
     if not py.exists():
         return {"error": f"no venv at {VENVS[impl]} (run benchmarks/make_venvs.sh)"}
     cmd = [str(py), str(CASES / script), "--impl", impl, "--params", json.dumps(params)]
-    full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1"}
-    full_env.pop("PYTHONPATH", None)
     compile_source_of(impl)
-    try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=full_env,
-            cwd=os.environ.get("BENCH_TMP", tempfile.gettempdir()),
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
+    # Each worker gets a cache directory of its own, removed after it: neprr writes every epoch
+    # plan it makes under $XDG_CACHE_HOME and never removes them (~45 GB over 31 sessions' runs
+    # filled this VM's disk).
+    with tempfile.TemporaryDirectory(prefix="bench-cache-") as cache:
+        full_env = {**os.environ, **(env or {}), "PYTHONDONTWRITEBYTECODE": "1",
+                    "XDG_CACHE_HOME": cache}
+        full_env.pop("PYTHONPATH", None)
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=full_env,
+                cwd=os.environ.get("BENCH_TMP", tempfile.gettempdir()),
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"timeout after {timeout:.0f} s"}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(PREFIX):
             return json.loads(line[len(PREFIX) :])
