@@ -21,6 +21,7 @@ import uuid
 from typing import Any, Iterator
 
 from streaming.locks import FileLock
+from streaming.storage.atomic import naming
 
 __all__ = ["RunState"]
 
@@ -70,9 +71,12 @@ class RunState:
             with open(tmp, "w") as f:
                 f.write(json.dumps(state))
             os.replace(tmp, self.path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.remove(tmp)
+            named = naming(exc, self.path)
+            if named is not None:
+                raise named from exc
             raise
 
     @contextlib.contextmanager

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Any, Iterator
 
-__all__ = ["atomic_file", "fsync_dir", "start_writeback"]
+__all__ = ["atomic_file", "fsync_dir", "naming", "start_writeback"]
 
 # Linux's sync_file_range(2) flag: start writing these dirty pages out, don't wait.
 _SYNC_FILE_RANGE_WRITE = 2
@@ -99,15 +99,32 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STORAGE_ERRNOS:
-            # A write or fsync through a descriptor fails without a name ("[Errno 28] No space
-            # left on device"): say which file could not be made.
-            raise type(exc)(exc.errno, exc.strerror, path) from exc
+        named = naming(exc, path)
+        if named is not None:
+            raise named from exc
         raise
     fsync_dir(dirname)
 
 
-# Errors of the file's storage (not, say, of a network read feeding the block), which
-# atomic_file names the file in.
+# Errors of a file's storage (not, say, of a network read feeding the file), which naming()
+# names the file in.
 _STORAGE_ERRNOS = frozenset(getattr(errno, name) for name in (
     "ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS") if hasattr(errno, name))
+
+
+def naming(exc: BaseException, path: str) -> OSError | None:
+    """``exc`` again naming ``path``, if it is an error of the storage that names no file.
+
+    A write or fsync through a descriptor fails without a name (``[Errno 28] No space left on
+    device``); raise what this returns ``from exc`` to say which file could not be written.
+
+    Args:
+        exc (BaseException): The error.
+        path (str): The file being written.
+
+    Returns:
+        Optional[OSError]: The same error naming ``path`` (of the same type), or ``None``.
+    """
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STORAGE_ERRNOS:
+        return type(exc)(exc.errno, exc.strerror, path)
+    return None

@@ -1,4 +1,4 @@
-"""atomic_file: a file appears only complete; a full disk's error names the file."""
+"""atomic_file: a file appears only complete; a full disk's error names the file (naming)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from streaming.storage.atomic import atomic_file
+from streaming.storage.atomic import atomic_file, naming
 
 
 def test_complete_file_appears_and_no_temp_is_left(tmp_path) -> None:
@@ -47,3 +47,40 @@ def test_other_errors_pass_unchanged(tmp_path) -> None:
             raise named
     assert info.value is named  # already names its file
     assert os.listdir(tmp_path) == []
+
+
+def test_naming_only_unnamed_storage_errors() -> None:
+    full = OSError(errno.ENOSPC, "No space left on device")
+    named = naming(full, "/d/f")
+    assert type(named) is OSError and named.errno == errno.ENOSPC and named.filename == "/d/f"
+    assert naming(OSError(errno.ENOSPC, "x", "/other"), "/d/f") is None
+    assert naming(ConnectionResetError(errno.ECONNRESET, "reset"), "/d/f") is None
+    assert naming(OSError("no errno"), "/d/f") is None
+    assert naming(ValueError("not an OSError"), "/d/f") is None
+
+
+def test_run_state_on_a_full_disk_names_its_file(tmp_path, monkeypatch) -> None:
+    import builtins
+
+    from streaming import run_state
+
+    class Full:
+        def __init__(self, path, mode):
+            self.file = builtins.open(path, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(run_state, "open", Full, raising=False)
+    with pytest.raises(OSError) as info:
+        run_state.RunState(str(tmp_path))
+    assert info.value.errno == errno.ENOSPC
+    assert info.value.filename.startswith(str(tmp_path / "runs")) and \
+        info.value.filename.endswith(".json")
+    assert os.listdir(tmp_path / "runs") == []  # the temp file is gone
