@@ -73,7 +73,7 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
     The temp file lives in the same directory (so the final rename is atomic), is named
     ``.BASENAME.XXXX.part`` and is fsynced and renamed over ``path`` when the block exits
     cleanly. If the block raises, the temp file is removed and ``path`` is untouched; an
-    ``OSError`` of the storage (no space, quota, I/O error, read-only) that names no file is
+    ``OSError`` of the storage (no space, quota, file too big, read-only) that names no file is
     raised again naming ``path``.
 
     Args:
@@ -106,10 +106,10 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
     fsync_dir(dirname)
 
 
-# Errors of a file's storage (not, say, of a network read feeding the file), which naming()
-# names the file in.
+# Errors only writing a file raises (not EIO, which a read feeding the file, say from a network
+# mount, may raise too): naming() names the file in them.
 _STORAGE_ERRNOS = frozenset(getattr(errno, name) for name in (
-    "ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS") if hasattr(errno, name))
+    "ENOSPC", "EDQUOT", "EFBIG", "EROFS") if hasattr(errno, name))
 
 
 def naming(exc: BaseException, path: str) -> OSError | None:

@@ -19,7 +19,7 @@ def test_complete_file_appears_and_no_temp_is_left(tmp_path) -> None:
     assert os.listdir(path.parent) == ["f.bin"]
 
 
-@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EIO])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS])
 def test_storage_error_names_the_file_and_leaves_nothing(tmp_path, code) -> None:
     path = tmp_path / "shard.00000.mds"
     path.write_bytes(b"old")
@@ -55,6 +55,7 @@ def test_naming_only_unnamed_storage_errors() -> None:
     assert type(named) is OSError and named.errno == errno.ENOSPC and named.filename == "/d/f"
     assert naming(OSError(errno.ENOSPC, "x", "/other"), "/d/f") is None
     assert naming(ConnectionResetError(errno.ECONNRESET, "reset"), "/d/f") is None
+    assert naming(OSError(errno.EIO, "Input/output error"), "/d/f") is None  # maybe a read
     assert naming(OSError("no errno"), "/d/f") is None
     assert naming(ValueError("not an OSError"), "/d/f") is None
 
