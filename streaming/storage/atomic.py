@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Any, Iterator
 
-__all__ = ["atomic_file", "fsync_dir", "naming", "start_writeback"]
+__all__ = ["STORAGE_ERRNOS", "atomic_file", "fsync_dir", "naming", "start_writeback"]
 
 # Linux's sync_file_range(2) flag: start writing these dirty pages out, don't wait.
 _SYNC_FILE_RANGE_WRITE = 2
@@ -107,8 +107,9 @@ def atomic_file(path: str) -> Iterator[tuple[int, str]]:
 
 
 # Errors only writing a file raises (not EIO, which a read feeding the file, say from a network
-# mount, may raise too): naming() names the file in them.
-_STORAGE_ERRNOS = frozenset(getattr(errno, name) for name in (
+# mount, may raise too): naming() names the file in them, and they are not retried
+# (streaming.storage.retry).
+STORAGE_ERRNOS = frozenset(getattr(errno, name) for name in (
     "ENOSPC", "EDQUOT", "EFBIG", "EROFS") if hasattr(errno, name))
 
 
@@ -125,6 +126,6 @@ def naming(exc: BaseException, path: str) -> OSError | None:
     Returns:
         Optional[OSError]: The same error naming ``path`` (of the same type), or ``None``.
     """
-    if isinstance(exc, OSError) and exc.filename is None and exc.errno in _STORAGE_ERRNOS:
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno in STORAGE_ERRNOS:
         return type(exc)(exc.errno, exc.strerror, path)
     return None

@@ -6,13 +6,15 @@ import random
 import time
 from typing import Callable, TypeVar
 
+from streaming.storage.atomic import STORAGE_ERRNOS
+
 __all__ = ["PERMANENT_ERRORS", "backoff_delay", "call_with_retry", "is_retryable"]
 
 T = TypeVar("T")
 
 # Errors that another attempt cannot fix: a missing object, a refused permission, a bad
-# argument, a missing package. Everything else (dropped connections, timeouts, throttling,
-# truncated bodies, 5xx) is transient.
+# argument, a missing package (and a full disk: STORAGE_ERRNOS). Everything else (dropped
+# connections, timeouts, throttling, truncated bodies, 5xx) is transient.
 PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     FileNotFoundError,
     IsADirectoryError,
@@ -32,11 +34,13 @@ def is_retryable(error: BaseException) -> bool:
         error (BaseException): The error an attempt raised.
 
     Returns:
-        bool: ``False`` for permanent errors (missing object, permission, bad input), ``True``
-        for transient ones.
+        bool: ``False`` for permanent errors (missing object, permission, bad input, no space
+        or quota left), ``True`` for transient ones.
     """
     if isinstance(error, PERMANENT_ERRORS):
         return False
+    if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
+        return False  # (the local disk full, say: retrying in a second would not help)
     return isinstance(error, Exception)
 
 

@@ -235,3 +235,27 @@ def test_s3_written_stretches_go_to_disk_as_they_complete(
     assert covered[-1][0] + covered[-1][1] == len(data)
     if chunk > len(data):  # one GET: stretches of about WRITEBACK_EVERY
         assert 3 <= len(covered) <= 5
+
+
+def test_s3_full_local_disk_fails_at_once_naming_the_file(
+        s3_bucket: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from streaming.storage import download as download_mod
+
+    url = _put(s3_bucket, "full/shard.00000.mds", os.urandom(300_000))
+    writes = []
+
+    def pwrite(fd, data, offset):
+        writes.append(offset)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(download_mod.os, "pwrite", pwrite)
+    dest = tmp_path / "cache" / "shard.00000.mds"
+    with pytest.raises(OSError) as info:
+        download(url, str(dest), retry=4, backoff=0.01, chunk_size=100_000)
+    # The disk's error, naming the local file; not a DownloadError after 4 attempts.
+    assert type(info.value) is OSError and info.value.errno == errno.ENOSPC
+    assert info.value.filename == str(dest)
+    assert len(writes) == 1  # not retried
+    assert _leftovers(dest.parent) == []
