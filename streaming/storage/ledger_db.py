@@ -8,6 +8,12 @@ Every call here counts itself in and out, and a fork (``os.register_at_fork``) w
 thread is inside one and keeps new ones out until it is done. Calls are not serialized: a
 thread waiting on SQLite's busy timeout never holds up another thread's call (one that would
 end the transaction it waits for, say); only forks wait for it.
+
+A fork also waits for other threads' open transactions to end (they are short): SQLite keeps
+its locks' state per process, so a child forked while a parent's connection held the write
+lock inherits that state and takes the lock for held by a connection of its own, and its
+first write waited out the whole busy timeout (600 s in the cache), even after the parent
+committed. The wait is bounded (:data:`FORK_WAIT_SECONDS`): a fork is never held up for good.
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from typing import Any, Iterator, Sequence
 
-__all__ = ["LedgerConnection", "Rows"]
+__all__ = ["FORK_WAIT_SECONDS", "LedgerConnection", "Rows"]
+
+# Longest a fork waits for other threads' open transactions to end.
+FORK_WAIT_SECONDS = 10.0
 
 
 class _ForkGuard:
@@ -34,6 +44,7 @@ class _ForkGuard:
         self._inside = 0
         self._forking = False
         self._unclosed: list[sqlite3.Connection] = []
+        self._open: dict[int, int] = {}  # connections (by id) in a transaction: their thread
 
     def enter(self, in_transaction: bool = False, wait: bool = True) -> bool:
         """Count this thread in (see the class's docstring); if not ``wait``, only if that needs
@@ -54,10 +65,22 @@ class _ForkGuard:
                 db.close()
         return True
 
-    def leave(self) -> None:
+    def leave(self, connection: int | None = None, in_transaction: bool = False) -> None:
+        """Count this thread out; with ``connection`` (an id), note whether it is now in a
+        transaction."""
         with self._cond:
             self._inside -= 1
-            if not self._inside:
+            if connection is not None:
+                if in_transaction:
+                    self._open[connection] = threading.get_ident()
+                else:
+                    self._open.pop(connection, None)
+            self._cond.notify_all()
+
+    def forget(self, connection: int) -> None:
+        """A connection closed: whatever transaction it had is over."""
+        with self._cond:
+            if self._open.pop(connection, None) is not None:
                 self._cond.notify_all()
 
     def close_later(self, db: sqlite3.Connection) -> None:
@@ -65,12 +88,21 @@ class _ForkGuard:
             self._unclosed.append(db)
 
     def hold(self) -> None:
-        """Wait until no thread is inside a call; return holding the guard, so that none enters
-        until :meth:`let_go`."""
+        """Wait until no thread is inside a call, nor (for up to :data:`FORK_WAIT_SECONDS`)
+        in a transaction but this one; return holding the guard, so that none enters until
+        :meth:`let_go`."""
         self._cond.acquire()
         self._forking = True
-        while self._inside:
-            self._cond.wait()
+        me = threading.get_ident()
+        deadline = time.monotonic() + FORK_WAIT_SECONDS
+        while True:
+            if self._inside:
+                self._cond.wait()
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0 or all(thread == me for thread in self._open.values()):
+                return
+            self._cond.wait(left)
 
     def let_go(self) -> None:
         self._forking = False
@@ -153,9 +185,14 @@ class LedgerConnection:
         Returns:
             Rows: Its rows and ``rowcount``.
         """
-        with _inside(self._db.in_transaction):
-            cursor = self._db.execute(sql, params)
+        db = self._db
+        guard = _guard
+        guard.enter(db.in_transaction)
+        try:
+            cursor = db.execute(sql, params)
             return Rows(cursor.fetchall(), cursor.rowcount)
+        finally:
+            guard.leave(id(self), db.in_transaction)
 
     @property
     def total_changes(self) -> int:
@@ -171,6 +208,7 @@ class LedgerConnection:
             try:
                 db.close()
             finally:
-                guard.leave()
+                guard.leave(id(self), False)
         else:  # a fork is under way (or the guard is busy): closed by the next call to enter
             guard.close_later(db)
+            guard.forget(id(self))
