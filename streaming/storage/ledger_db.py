@@ -11,7 +11,7 @@ end the transaction it waits for, say); only forks wait for it.
 
 A fork also waits for other threads' open transactions to end (they are short): SQLite keeps
 its locks' state per process, so a child forked while a parent's connection held the write
-lock inherits that state and takes the lock for held by a connection of its own, and its
+lock inherits that state, takes the lock to be held by a connection of its own, and its
 first write waited out the whole busy timeout (600 s in the cache), even after the parent
 committed. The wait is bounded (:data:`FORK_WAIT_SECONDS`): a fork is never held up for good.
 """
@@ -77,15 +77,13 @@ class _ForkGuard:
                     self._open.pop(connection, None)
             self._cond.notify_all()
 
-    def forget(self, connection: int) -> None:
-        """A connection closed: whatever transaction it had is over."""
-        with self._cond:
-            if self._open.pop(connection, None) is not None:
-                self._cond.notify_all()
-
-    def close_later(self, db: sqlite3.Connection) -> None:
+    def close_later(self, db: sqlite3.Connection, connection: int) -> None:
+        """Close ``db`` (a collected connection, by id ``connection``) at the next call to
+        :meth:`enter`; whatever transaction it had is over for the forks."""
         with self._cond:
             self._unclosed.append(db)
+            self._open.pop(connection, None)
+            self._cond.notify_all()
 
     def hold(self) -> None:
         """Wait until no thread is inside a call, nor (for up to :data:`FORK_WAIT_SECONDS`)
@@ -210,5 +208,4 @@ class LedgerConnection:
             finally:
                 guard.leave(id(self), False)
         else:  # a fork is under way (or the guard is busy): closed by the next call to enter
-            guard.close_later(db)
-            guard.forget(id(self))
+            guard.close_later(db, id(self))
