@@ -75,7 +75,8 @@ class _ForkGuard:
                     self._open[connection] = threading.get_ident()
                 else:
                     self._open.pop(connection, None)
-            self._cond.notify_all()
+            if not self._inside:  # (a fork waits for this, then looks at the transactions)
+                self._cond.notify_all()
 
     def close_later(self, db: sqlite3.Connection, connection: int) -> None:
         """Close ``db`` (a collected connection, by id ``connection``) at the next call to
@@ -130,14 +131,19 @@ if hasattr(os, "register_at_fork"):
 
 
 @contextlib.contextmanager
-def _inside(in_transaction: bool = False) -> Iterator[None]:
-    """One SQLite call, counted in the guard."""
+def _inside(connection: LedgerConnection | None = None) -> Iterator[None]:
+    """One SQLite call (of ``connection``, if it is open already), counted in the guard, which
+    then notes whether the connection is left in a transaction."""
     guard = _guard
-    guard.enter(in_transaction)
+    db = None if connection is None else connection._db
+    guard.enter(db is not None and db.in_transaction)
     try:
         yield
     finally:
-        guard.leave()
+        if db is None:
+            guard.leave()
+        else:
+            guard.leave(id(connection), db.in_transaction)
 
 
 class Rows:
@@ -183,14 +189,9 @@ class LedgerConnection:
         Returns:
             Rows: Its rows and ``rowcount``.
         """
-        db = self._db
-        guard = _guard
-        guard.enter(db.in_transaction)
-        try:
-            cursor = db.execute(sql, params)
+        with _inside(self):
+            cursor = self._db.execute(sql, params)
             return Rows(cursor.fetchall(), cursor.rowcount)
-        finally:
-            guard.leave(id(self), db.in_transaction)
 
     @property
     def total_changes(self) -> int:
