@@ -4181,7 +4181,8 @@ cdef extern from *:
             int64_t off = L0;
             for (q = 0; q < m; q++) {
                 int64_t p = pa + s->perm[q], n = psize[p], *dst = out + off;
-                memcpy(dst, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
+                if (n)  /* (an empty piece's node may have no layout buffer: fx NULL) */
+                    memcpy(dst, s->fx + (pstart[p] - fxa), (size_t)n * sizeof(int64_t));
                 ss_v_fy(er, ebg, dst, s->j, n);
                 off += n;
             }
