@@ -653,7 +653,7 @@ cdef extern from *:
        an index outside every window (a count far off what was expected) or ahead of the helper
        it makes itself, so it never depends on the helper, and the helper leaves a window the
        reader is ahead in for the next one: the two share the making. At most SW_LIVE windows
-       are kept at a time (a node's is cut in pieces of at most 8 MB), in buffers made once. */
+       are kept at a time (a node's is cut in pieces of at most 2 MB), in buffers made once. */
     #define SW_LIVE 3
     static void *ss_alloc(size_t bytes);
     static int ss_win_wait = 0;        /* tests: the reader always waits for the helper */
@@ -3176,8 +3176,11 @@ cdef Py_ssize_t _draw_nodes_raw(object bit, bint spread, const int64_t[:] begins
 
 # Fewer raws than this in a py1e view's windows: a helper costs more than it saves.
 _window_min_raws = 500_000
-# Raws in a window at most (8 MB; a node's is cut in pieces): ss_win keeps SW_LIVE at a time.
-_window_piece = 1 << 20
+# Raws in a window at most (2 MB, one huge page; a node's is cut in pieces): ss_win keeps
+# SW_LIVE at a time. Its buffers are fresh memory on every view, which this VM backs at a cost
+# that varies call to call: 8 MB pieces made a 1e7 view's first call ~4-7 ms slower (median of
+# 24) and added 18 MB to its peak, more windows cost ~10 us each.
+_window_piece = 1 << 18
 cdef int _window_mode = 0  # tests (_set_window_mode)
 
 
