@@ -3179,8 +3179,9 @@ _window_min_raws = 500_000
 # Raws in a window at most (2 MB, one huge page; a node's is cut in pieces): ss_win keeps
 # SW_LIVE at a time. Its buffers are fresh memory on every view, which this VM backs at a cost
 # that varies call to call: 8 MB pieces made a 1e7 view's first call ~4 ms slower (medians of
-# 24 fresh processes: 57.5 against 53.5 ms) and added 12 MB to its peak. Each window costs ~10 us more (a generator copy moved to its
-# start): ~2 ms at 1e8, nc=8 (~205 windows against ~51).
+# 24 fresh processes: 57.5 against 53.5 ms) and added 12 MB to its peak. Each window costs
+# ~10 us (a generator copy moved to its start): ~2 ms more at 1e8, nc=8 (~205 windows, ~51
+# with 8 MB pieces).
 _window_piece = 1 << 18
 cdef int _window_mode = 0  # tests (_set_window_mode)
 
