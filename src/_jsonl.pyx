@@ -142,7 +142,8 @@ cdef inline Py_ssize_t parse_number(const unsigned char* b, Py_ssize_t p, Py_ssi
     return p
 
 
-cdef inline Py_ssize_t skip_number(const unsigned char* b, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t skip_number(const unsigned char* b, Py_ssize_t p,
+                                   Py_ssize_t n) noexcept nogil:
     """Skip the JSON number at p: returns its end, or -1 (not a number, or one past DBL_MAX).
 
     orjson rejects a number that overflows a double (a float, or an integer it has to read as
@@ -207,7 +208,8 @@ cdef inline Py_ssize_t skip_number(const unsigned char* b, Py_ssize_t p, Py_ssiz
     return p
 
 
-cdef Py_ssize_t scan_plain_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+cdef Py_ssize_t scan_plain_string(const unsigned char* b, Py_ssize_t p,
+                                  Py_ssize_t n) noexcept nogil:
     """At an opening quote: returns the index of the closing quote, or -1 if the string has an
     escape, a control character or a non-ASCII byte (or is unterminated)."""
     p += 1
@@ -274,7 +276,8 @@ cdef inline Py_ssize_t utf8_end(const unsigned char* b, Py_ssize_t p, Py_ssize_t
     return p + need + 1
 
 
-cdef inline Py_ssize_t skip_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t skip_string(const unsigned char* b, Py_ssize_t p,
+                                   Py_ssize_t n) noexcept nogil:
     """At an opening quote: returns the index after the closing quote, or -1 if the string is not
     valid JSON in valid UTF-8, or holds a lone surrogate escape (orjson rejects those, the json
     module accepts them: left to the parser)."""
@@ -621,7 +624,8 @@ def scan_jsonl(const unsigned char[::1] buf not None, list keys not None, kinds 
             else:
                 arr = np.empty(vals[j].size, np.int64)
             if vals[j].size:
-                memcpy(<void*><Py_ssize_t>arr.ctypes.data, vals[j].data, vals[j].size * vals[j].item)
+                memcpy(<void*><Py_ssize_t>arr.ctypes.data, vals[j].data,
+                       vals[j].size * vals[j].item)
             if kind >= K_INT_LIST:
                 off = np.empty(offs[j].size, np.int64)
                 memcpy(<void*><Py_ssize_t>off.ctypes.data, offs[j].data, offs[j].size * 8)

@@ -54,7 +54,8 @@ _OWN_DECODERS = "streaming.format.mds.encodings"
 
 
 cdef inline uint32_t _u32(const unsigned char* p) noexcept nogil:
-    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+    return ((<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16)
+            | (<uint32_t>p[3] << 24))
 
 
 cdef extern from *:

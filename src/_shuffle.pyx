@@ -119,7 +119,10 @@ cdef extern from *:
             s[k - 1].key = wk; s[k - 1].val = wv;
             out[k - 1] = wv;
             if (sw & (lk > kb)) {
-                for (j = k - 2; j >= 0 && s[j].key > kb; j--) { s[j + 1] = s[j]; out[j + 1] = s[j].val; }
+                for (j = k - 2; j >= 0 && s[j].key > kb; j--) {
+                    s[j + 1] = s[j];
+                    out[j + 1] = s[j].val;
+                }
                 s[j + 1].key = kb; s[j + 1].val = vb; out[j + 1] = vb;
                 wk = s[k - 1].key;
             }
@@ -1566,7 +1569,8 @@ cdef extern from *:
         ss_keyed *gather2, *scratch2;  /* the second thread's */
         int32_t *fine2;
         int64_t cap_most2, cap_fine2;
-        int64_t cap_n, cap_span, cap_bk, cap_local, cap_spans, cap_table, cap_nb, cap_list, cap_most;
+        int64_t cap_n, cap_span, cap_bk, cap_local, cap_spans, cap_table, cap_nb, cap_list;
+        int64_t cap_most;
     } ss_py1e_space;
 
     /* Scratch of a node's size is fresh memory on every call, and a page fault per 4 KB page
@@ -1630,7 +1634,8 @@ cdef extern from *:
                 w = b - meta[1];
                 int64_t a = start[w], z = start[w + 1];
                 if (z > a) {
-                    memcpy(jb->gather + g, s->runs + meta[0] + a, (size_t)(z - a) * sizeof(ss_keyed));
+                    memcpy(jb->gather + g, s->runs + meta[0] + a,
+                           (size_t)(z - a) * sizeof(ss_keyed));
                     g += z - a;
                 }
             }
@@ -3918,12 +3923,13 @@ cdef extern from *:
        Blocks ascend by start (ties: several clipped at the node's start) and by end, each
        starting at or before the last's end; only the first few overlap (those clipped at the
        start), so a place's value is the last block covering it (the layout's past the last
-       block's end: ends advance by lengths, overlaps included, so a node's tail may be left), and a block's samples before its shuffle are those of the
-       last drawn block overlapping it (which covers every earlier overlap) and the layout. With
-       places wanted, a block with none of them, and that no later needed block overlaps, is
-       only drawn past; nodes after last are not drawn (unless exact). Returns -1, -2 (out of
-       memory), -3 (the draw queue ran short: a bug), -4 (entries without an order out of
-       turn: a bug) or an entry whose place is outside the epoch. */
+       block's end: ends advance by lengths, overlaps included, so a node's tail may be left),
+       and a block's samples before its shuffle are those of the last drawn block overlapping
+       it (which covers every earlier overlap) and the layout. With places wanted, a block
+       with none of them, and that no later needed block overlaps, is only drawn past; nodes
+       after last are not drawn (unless exact). Returns -1, -2 (out of memory), -3 (the draw
+       queue ran short: a bug), -4 (entries without an order out of turn: a bug) or an entry
+       whose place is outside the epoch. */
     typedef struct {
         int64_t *a, *b;          /* two blocks' scratch (high entries each; int32_t if small) */
         int small;               /* every id below 2**31: blocks of int32_t (half the fresh
