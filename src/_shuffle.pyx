@@ -31,7 +31,7 @@ re-check the bounds that would otherwise let bad input touch memory out of range
 from cpython.pycapsule cimport PyCapsule_GetPointer
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.math cimport sqrt
+from libc.math cimport log10, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from numpy cimport npy_intp
@@ -5173,16 +5173,24 @@ _PY1BR_BLOCK32_BELOW = 1 << 31
 _PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
 # naive's looked-up permutation runs on two cores from this many steps (see ss_nsplit; tests
-# lower it), the caller taking this share of them: the earlier ones, each over the whole epoch
-# (1e7 samples, the last of 16 workers' places: at 0.55 the caller's part took 34-37 ms and the
-# helper's 34-40, against 45-48 ms for all the swaps on one core).
+# lower it), the caller taking a share of them (_naive_share).
 _naive_split_min = 2_000_000
-_NAIVE_SPLIT_SHARE = 0.55
 # Tests only: whether the two-core path starts its helper thread (else the caller does it all).
 _naive_split_helper = True
 _PY1BR_RING = 1 << 18
 # The last draw queue's fate, for tests: (helper started, consumer took it over).
 last_queue = (False, False)
+
+
+def _naive_share(int64_t n):
+    """The share of naive's steps its caller takes on two cores (the earlier ones, each a swap
+    over the whole epoch of ``n``; the helper's later ones swap over the places below the split
+    only, after dropping the caller's draws). The bigger the epoch, the more a swap over it
+    costs against one over the helper's smaller array. Measured here over the last of 16
+    workers' places at nc=64 (medians of alternated processes' later calls): 1e7 samples,
+    0.55 best (36 ms; 0.45: 39, 0.6: 37); 3e7, 0.5 (132 ms; 0.45 and 0.55: 143); 1e8, 0.47
+    against 0.55 in six pairs of processes, 604 against 646 ms (fastest 579 against 628)."""
+    return min(0.55, max(0.45, 0.55 - 0.08 * log10(max(n, 1) / 1e7)))
 
 
 cdef int _open_queue(ss_jq *q, ss_produce_fn produce, void *ctx, int64_t draws, bint can_help,
@@ -5282,7 +5290,7 @@ def permutation(rng, Py_ssize_t n, places=None, out=None, bint exact=True, int _
         # Those b places are all of the epoch below the split, however few steps are left:
         # past about twice the steps, making them costs more than sharing the steps saves
         # (1e8 samples, the last 1/8 of the places: 0.48 s against 0.28 s on one core).
-        b = n - min(max(int(steps * _NAIVE_SPLIT_SHARE), 1), steps - 1)
+        b = n - min(max(int(steps * _naive_share(n)), 1), steps - 1)
         split = b <= 2 * steps
     full = np.zeros(n + (b if split else 0), np.int32) if small else np.empty(n, np.int64)
     cdef int64_t[::1] x64 = None if small else full

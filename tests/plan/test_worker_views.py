@@ -722,15 +722,18 @@ def test_permutation_stopped_after_whole_raws_keeps_numpys_half_word(mode):
 
 
 @contextlib.contextmanager
-def _two_core_naive(helper=True):
+def _two_core_naive(helper=True, share=None):
     """naive's two-core path (ss_nsplit) from a few steps on, with or without its helper
-    thread; restored after."""
-    was = _shuffle._naive_split_min, _shuffle._naive_split_helper
+    thread, the caller taking ``share`` of the steps (default: ``_naive_share``'s); restored
+    after."""
+    was = _shuffle._naive_split_min, _shuffle._naive_split_helper, _shuffle._naive_share
     _shuffle._naive_split_min, _shuffle._naive_split_helper = 2, helper
+    if share is not None:
+        _shuffle._naive_share = lambda n: share
     try:
         yield
     finally:
-        _shuffle._naive_split_min, _shuffle._naive_split_helper = was
+        _shuffle._naive_split_min, _shuffle._naive_split_helper, _shuffle._naive_share = was
 
 
 @settings(max_examples=60, deadline=None)
@@ -739,14 +742,16 @@ def _two_core_naive(helper=True):
     seed=seeds_st,
     exact=st.booleans(),
     helper=st.booleans(),
+    share=st.one_of(st.none(), st.floats(0.01, 0.99)),
     pre=st.booleans(),
     alias=st.booleans(),
     data=st.data(),
 )
-def test_permutation_on_two_cores(n, seed, exact, helper, pre, alias, data):
+def test_permutation_on_two_cores(n, seed, exact, helper, share, pre, alias, data):
     # The later steps run on an identity of their own places (by a helper thread, or after the
     # earlier ones when there is none), composed with the epoch's at the places wanted; the
-    # helper's copy of the generator is the one that leaves rng where it should be.
+    # helper's copy of the generator is the one that leaves rng where it should be. Where the
+    # steps are split (the caller's share) changes the time only.
     near_end = st.integers(max(0, n - 1 - data.draw(st.integers(0, 2000))), n - 1)
     picks = st.lists(st.one_of(st.just(-1), near_end, st.integers(0, n - 1)), max_size=300)
     places = np.array(data.draw(picks), np.int64)
@@ -755,7 +760,7 @@ def test_permutation_on_two_cores(n, seed, exact, helper, pre, alias, data):
         for rng in (ours, twin, numpys):
             rng.integers(0, 2**31)
     full = numpys.permutation(n)
-    with _two_core_naive(helper):
+    with _two_core_naive(helper, share):
         if alias:  # out may be places itself
             got = places.copy()
             assert _shuffle.permutation(ours, n, got, got, exact=exact) is got
