@@ -5189,7 +5189,8 @@ def _naive_share(int64_t n):
     costs against one over the helper's smaller array. Measured here over the last of 16
     workers' places at nc=64 (medians of alternated processes' later calls): 1e7 samples,
     0.55 best (36 ms; 0.45: 39, 0.6: 37); 3e7, 0.5 (132 ms; 0.45 and 0.55: 143); 1e8, 0.47
-    against 0.55 in six pairs of processes, 604 against 646 ms (fastest 579 against 628)."""
+    against 0.55 in six pairs of processes, 604 against 646 ms (fastest 579 against 628);
+    3e8, 0.45 (2.71 s; 0.4: 2.79, 0.5: 2.95, 0.55: 3.16)."""
     return min(0.55, max(0.45, 0.55 - 0.08 * log10(max(n, 1) / 1e7)))
 
 
