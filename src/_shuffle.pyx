@@ -5173,7 +5173,8 @@ _PY1BR_BLOCK32_BELOW = 1 << 31
 _PY2S_FX32_BELOW = 1 << 31
 _NAIVE_RING = 1 << 20
 # naive's looked-up permutation runs on two cores from this many steps (see ss_nsplit; tests
-# lower it), the caller taking a share of them (_naive_share).
+# lower it), the caller taking a share of them (_naive_share). (1e7 samples, the last of 16
+# workers' places: 34-40 ms a side on two cores, against 45-48 ms for all the swaps on one.)
 _naive_split_min = 2_000_000
 # Tests only: whether the two-core path starts its helper thread (else the caller does it all).
 _naive_split_helper = True
