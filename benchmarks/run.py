@@ -550,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=1,
-        help="run each measurement N times and keep the best (default 1)",
+        help="run each measurement N times and keep the best, with every run's figure (default 1)",
     )
     parser.add_argument("--render", metavar="JSON", help="only re-render a saved results JSON")
     args = parser.parse_args(argv)
@@ -619,16 +619,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def best_of(n: int, key: str, higher: bool, measure: Any) -> dict[str, Any]:
-    """Run ``measure`` up to ``n`` times; keep the best headline figure (stop at an error)."""
+    """Run ``measure`` up to ``n`` times; keep the best headline figure (stop at an error).
+
+    The kept result also lists every run's headline figure, in order, under ``runs``: the
+    best alone hides how far this machine's runs spread.
+    """
     best: dict[str, Any] | None = None
+    runs: list[Any] = []
     for _ in range(max(n, 1)):
         res = measure()
         if "error" in res:
-            return res if best is None else best
+            if best is None:
+                return res
+            break
+        runs.append(res[key])
         if best is None or (res[key] > best[key]) == higher:
             best = res
     assert best is not None
-    return best
+    return {**best, "runs": runs}
 
 
 def write_results(
