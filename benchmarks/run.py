@@ -625,7 +625,7 @@ def best_of(n: int, key: str, higher: bool, measure: Any) -> dict[str, Any]:
     best alone hides how far this machine's runs spread.
     """
     best: dict[str, Any] | None = None
-    runs: list[Any] = []
+    runs: list[float] = []
     for _ in range(max(n, 1)):
         res = measure()
         if "error" in res:
