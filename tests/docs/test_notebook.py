@@ -37,11 +37,15 @@ def test_explore_notebook_executes(tmp_path, monkeypatch):
                        "vec": np.arange(6, dtype=np.int16).reshape(2, 3) * i})
     monkeypatch.setenv("STREAMING_EXPLORE_DATASET", str(data))
     monkeypatch.setenv("STREAMING_PROGRESS", "1")
+    kernel_tmp = tmp_path / "kernel-tmp"  # the kernel's temp directory: left empty at the end
+    kernel_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(kernel_tmp))
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError on the first failing cell
+    assert not list(kernel_tmp.iterdir())  # the notebook removes the caches it made
 
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert str(data) in _outputs(code[0], "text/plain")  # it explored our dataset, not the demo

@@ -95,6 +95,9 @@ def test_s3_remote_only_stages_in_temp_dir(
     uploader.upload_file("index.json")
     assert _s3_get(s3_endpoint, f"{s3_bucket}/dataset/index.json") == b"{}"
     assert not os.path.exists(os.path.join(uploader.local, "index.json"))
+    # A bare uploader leaves its staging directory to its owner (the reference's does too; the
+    # writers remove theirs): this test is that owner.
+    os.rmdir(uploader.local)
 
 
 def test_s3_missing_bucket_is_reported(s3_bucket: str, tmp_path: pathlib.Path) -> None:
