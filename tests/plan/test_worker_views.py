@@ -826,6 +826,33 @@ def test_draw_queue_helper_and_its_takeover(algo, mode):
         assert taken
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two allowed cores")
+@pytest.mark.parametrize("one_core", [False, True])
+def test_helper_threads_leave_the_callers_cores_as_they_were(one_core):
+    # Helper threads are started on the caller's other cores (a CPU mask of their own, widened
+    # once they run); the caller's own mask is never changed. With one core allowed there is
+    # no other core: the helper starts as a plain thread. Same ids either way.
+    mask = os.sched_getaffinity(0)
+    n = 600_000
+    expect = np.random.default_rng(17).permutation(n)
+    places = np.random.default_rng(1).choice(n, 5_000)
+    try:
+        if one_core:
+            os.sched_setaffinity(0, {min(mask)})
+        before = os.sched_getaffinity(0)
+        with _two_core_naive():  # ss_nsplit's helper (started only with a second core)
+            split = _shuffle.permutation(np.random.default_rng(17), n, places)
+        queued = _shuffle.permutation(np.random.default_rng(17), n, places, _mode=3)
+        helped = _shuffle.last_queue[0]
+        after = os.sched_getaffinity(0)
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert after == before
+    assert helped  # mode 3 starts the draw queue's helper whatever the cores
+    assert np.array_equal(split, expect[places])
+    assert np.array_equal(queued, expect[places])
+
+
 def test_draw_queue_without_a_helper():
     # Below _queue_min_draws (or with one core) the caller makes the draws itself.
     ours, numpys = np.random.default_rng(5), np.random.default_rng(5)
