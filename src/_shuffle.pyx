@@ -182,30 +182,23 @@ cdef extern from *:
     static int ss_spawn(pthread_t *th, void *(*fn)(void *), void *arg) {
         cpu_set_t all, other;
         pthread_attr_t at;
-        ss_spawn_args *a;
-        int rc, cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof all, &all) != 0 ||
-                CPU_COUNT(&all) < 2 || !CPU_ISSET(cpu, &all))
-            return pthread_create(th, NULL, fn, arg);
-        if ((a = (ss_spawn_args *)malloc(sizeof *a)) == NULL)
-            return pthread_create(th, NULL, fn, arg);
-        a->fn = fn;
-        a->arg = arg;
-        a->all = all;
-        other = all;
-        CPU_CLR(cpu, &other);
-        if (pthread_attr_init(&at) != 0) {
-            free(a);
-            return pthread_create(th, NULL, fn, arg);
+        ss_spawn_args *a = NULL;
+        int rc = -1, cpu = sched_getcpu();
+        if (cpu >= 0 && cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof all, &all) == 0 &&
+                CPU_COUNT(&all) >= 2 && CPU_ISSET(cpu, &all) &&
+                (a = (ss_spawn_args *)malloc(sizeof *a)) != NULL && pthread_attr_init(&at) == 0) {
+            a->fn = fn;
+            a->arg = arg;
+            a->all = all;
+            other = all;
+            CPU_CLR(cpu, &other);
+            rc = pthread_attr_setaffinity_np(&at, sizeof other, &other);
+            if (rc == 0) rc = pthread_create(th, &at, ss_spawn_main, a);
+            pthread_attr_destroy(&at);
         }
-        rc = pthread_attr_setaffinity_np(&at, sizeof other, &other);
-        if (rc == 0) rc = pthread_create(th, &at, ss_spawn_main, a);
-        pthread_attr_destroy(&at);
-        if (rc != 0) {
-            free(a);
-            return pthread_create(th, NULL, fn, arg);
-        }
-        return 0;
+        if (rc == 0) return 0;
+        free(a);  /* (NULL when it was never made) */
+        return pthread_create(th, NULL, fn, arg);
     }
     static inline int64_t ss_now_ns(void) {
         struct timespec t;
