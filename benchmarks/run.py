@@ -10,6 +10,7 @@ orchestrator uses only the standard library, so it runs under any Python 3.9+.
     python benchmarks/run.py --impl reference,project    # some implementations
     python benchmarks/run.py --plan-sizes 1e6,1e7,1e8    # the heavy 1e8 plan is opt-in
     python benchmarks/run.py --quick --repeat 3          # best of 3 per cell (noisy machines)
+    python benchmarks/run.py --bench iterate --epoch-repeat 4 --case tokens  # 4x longer epochs
 
 Implementations (override a venv with the env var in brackets):
   project    /work/venv                    [BENCH_PROJECT_VENV]
@@ -318,10 +319,17 @@ def plan_cases(args: argparse.Namespace, data: Data) -> list[tuple[str, str, dic
             if bench == "read":
                 cases.append(("read", f"{kind} ({n} rows), by index", params))
                 continue
+            rep = args.epoch_repeat
+            size = f"{n} x {rep}" if rep > 1 else f"{n}"
             for mode in ("direct", "dl0", "dl2"):
                 for shuffle in (False, True):
-                    label = f"{kind} ({n}), {mode}, {'shuffled' if shuffle else 'in order'}"
-                    cases.append(("iterate", label, {**params, "mode": mode, "shuffle": shuffle}))
+                    label = f"{kind} ({size}), {mode}, {'shuffled' if shuffle else 'in order'}"
+                    extra = {"repeat": rep} if rep > 1 else {}
+                    cases.append(
+                        ("iterate", label, {**params, "mode": mode, "shuffle": shuffle, **extra})
+                    )
+            if rep > 1:  # longer fresh epochs only: the cases below measure other things
+                continue
             # A long run's steady state: no workers' start. Token rows also at the 6th epoch
             # (what lasts across epochs shows there: a ring that leaked slots every epoch was
             # full by the fifth); text rows would take the reference ~6 minutes a run.
@@ -534,6 +542,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jsonl-samples", type=int, help="lines of the convert JSONL (~14 KB each)"
     )
+    parser.add_argument(
+        "--epoch-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="iterate: each fresh epoch reads its dataset N times (a Stream with repeat=N), to "
+        "see fresh workers' start weigh less; only the fresh-epoch cases run (default 1)",
+    )
     parser.add_argument("--case", default="", help="only cases whose label contains this")
     parser.add_argument(
         "--data",
@@ -558,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(Path(args.render).read_text())
         print(markdown(saved["records"], list(saved["header"]["versions"]), saved["header"]))
         return 0
+    if args.epoch_repeat < 1:
+        parser.error(f"--epoch-repeat must be at least 1, not {args.epoch_repeat}")
     args.bench = [b for b in args.bench.split(",") if b]
     impls = [i for i in args.impl.split(",") if i]
     for name in args.bench:

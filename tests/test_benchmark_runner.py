@@ -1,17 +1,24 @@
-"""The benchmark runner's best-of-N keeps the best figure and every run's, in order."""
+"""The benchmark runner: best-of-N keeps the best figure and every run's, in order; longer epochs
+(``--epoch-repeat``) make the fresh-epoch iterate cases read their dataset N times."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import pathlib
 import runpy
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 # benchmarks/ is scripts, not a package: take the function from the runner's namespace.
-_RUN = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
-best_of = runpy.run_path(str(_RUN))["best_of"]
+_BENCH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+_RUNNER = runpy.run_path(str(_BENCH / "run.py"))
+best_of = _RUNNER["best_of"]
 
 
 def _measures(results):
@@ -39,3 +46,49 @@ def test_best_of_stops_at_an_error():
 @pytest.mark.parametrize("n", [0, 1])
 def test_best_of_runs_at_least_once(n):
     assert best_of(n, "x", False, _measures([{"x": 5.0}])) == {"x": 5.0, "runs": [5.0]}
+
+
+def _iterate_cases(**args):
+    ns = argparse.Namespace(quick=True, bench=["iterate"], **args)
+    return [(label, params) for bench, label, params in _RUNNER["plan_cases"](ns, None)]
+
+
+def test_epoch_repeat_makes_only_the_fresh_epoch_cases_longer():
+    plain = _iterate_cases(epoch_repeat=1)
+    assert all("repeat" not in params for _, params in plain)
+    assert any("persistent workers" in label for label, _ in plain)
+    longer = _iterate_cases(epoch_repeat=3)
+    fresh = [(label, params) for label, params in plain if "epoch" not in label and "+" not in label]
+    assert len(longer) == len(fresh) == 12
+    for (label, params), (label3, params3) in zip(fresh, longer):
+        n = params["samples"]
+        assert label3 == label.replace(f"({n})", f"({n} x 3)")
+        assert params3 == {**params, "repeat": 3}
+
+
+def _worker(script, impl, params, env):
+    out = subprocess.run(
+        [sys.executable, str(_BENCH / "cases" / script), "--impl", impl, "--params",
+         json.dumps(params)],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("BENCH_RESULT ")]
+    assert lines, out.stderr[-2000:]
+    return json.loads(lines[-1][len("BENCH_RESULT "):])
+
+
+@pytest.mark.parametrize(
+    "impl,mode,shuffle",
+    [("project", "dl0", True), ("project", "direct", False), ("raw", "direct", True)],
+)
+def test_iterate_worker_reads_the_dataset_repeat_times(tmp_path, impl, mode, shuffle):
+    env = {**os.environ, "BENCH_TMP": str(tmp_path)}
+    data = str(tmp_path / "text")
+    made = _worker("prepare.py", "project", {"kind": "text", "samples": 150, "out": data}, env)
+    assert "error" not in made, made
+    case = {"kind": "text", "samples": 150, "data": data, "mode": mode, "shuffle": shuffle}
+    for repeat in (1, 3):
+        got = _worker("iterate.py", impl, {**case, "repeat": repeat}, env)
+        assert "error" not in got, got
+        assert got["samples"] == got["expected"] == 150 * repeat
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["text"]  # every view removed

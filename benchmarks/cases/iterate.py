@@ -11,12 +11,15 @@ already imported) to the first sample or batch. Params: ``kind``, ``data``, ``li
 over the sample's tokens, as a transform would cost; this is where DataLoader workers can help),
 ``epochs`` (default 1: iterate that many epochs with ``persistent_workers`` on, and report the
 last one's throughput: the steady state of a long run, without the workers' start; the time to
-first sample stays the first epoch's).
+first sample stays the first epoch's), ``repeat`` (default 1: an epoch reads the dataset that many
+times, as ``Stream(local=<view>, repeat=N)``; ``raw`` walks it that many times, and litdata, with
+no per-stream repeat, reports the case as not applicable).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import shutil
 import time
 from typing import Any
@@ -51,6 +54,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     batch_size = int(params.get("batch_size", 32))
     workers = {"direct": None, "dl0": 0, "dl2": 2}[mode]
     epochs = int(params.get("epochs", 1))
+    repeat = int(params.get("repeat", 1))
     loader_args = {"persistent_workers": True} if epochs > 1 and workers else {}
     view = fresh_view(params["litdata" if impl == "litdata" else "data"])
     try:
@@ -60,11 +64,14 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             t0 = start_clock()
             raw = RawMDS(view, kind)
             if shuffle:
-                order = np.random.default_rng(0).permutation(len(raw)).tolist()
+                total = len(raw) * repeat
+                order = (np.random.default_rng(0).permutation(total) % len(raw)).tolist()
                 source = (raw[i] for i in order)
             else:
-                source = raw
+                source = itertools.chain.from_iterable(itertools.repeat(raw, repeat))
         elif impl == "litdata":
+            if repeat > 1:
+                raise ValueError("n/a: litdata's StreamingDataset has no per-stream repeat")
             from litdata import StreamingDataLoader, StreamingDataset
 
             if params.get("work"):
@@ -74,13 +81,18 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
             source = ds if workers is None else StreamingDataLoader(
                 ds, batch_size=batch_size, num_workers=workers, **loader_args)
         else:
-            from streaming import StreamingDataLoader, StreamingDataset
+            from streaming import Stream, StreamingDataLoader, StreamingDataset
 
             if params.get("work"):
                 StreamingDataset = _with_work(StreamingDataset, int(params["work"]))  # noqa: N806
             clean_shm(impl)
             t0 = start_clock()
-            ds = StreamingDataset(local=view, remote=None, shuffle=shuffle, batch_size=batch_size)
+            where = (
+                {"streams": [Stream(local=view, repeat=repeat)]}
+                if repeat > 1
+                else {"local": view, "remote": None}
+            )
+            ds = StreamingDataset(**where, shuffle=shuffle, batch_size=batch_size)
             source = ds if workers is None else StreamingDataLoader(
                 ds, batch_size=batch_size, num_workers=workers, **loader_args)
         it = iter(source)
@@ -103,7 +115,7 @@ def run(impl: str, params: dict[str, Any]) -> dict[str, Any]:
     out = {"ttfs_s": ttfs}
     if not params.get("ttfs_only"):
         out.update(
-            expected=int(params.get("samples", count)),
+            expected=int(params["samples"]) * repeat if "samples" in params else count,
             samples=count,
             seconds=elapsed,
             samples_s=count / elapsed,
