@@ -14,7 +14,7 @@ import mmap
 import os
 import warnings
 from collections import OrderedDict, deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from math import ceil
 from typing import Any, Callable, Iterator, Sequence
@@ -721,7 +721,10 @@ class StreamingDataset(Array, IterableDataset):
                     yield from block
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
-        """Return ``ahead(position)``: start preparing upcoming shards in the background.
+        """Return ``(ahead, finish)``: ``ahead(position)`` starts preparing upcoming shards in
+        the background; ``finish()``, once the plan has been read to its end, cancels what has
+        not started and waits for what has, so none of it still touches the cache (shard files,
+        the ledger) after the epoch, when the caller may remove the local directory.
 
         Every shard the next ``predownload`` samples need is submitted, as the reference does;
         beyond that, up to :data:`PREFETCH_AHEAD_SHARDS` further shards along the plan are kept
@@ -736,6 +739,7 @@ class StreamingDataset(Array, IterableDataset):
             pool = self._pool = ThreadPoolExecutor(PREFETCH_THREADS,
                                                    thread_name_prefix="streaming-prefetch")
         submitted: set[int] = set()
+        futures: list[Future[None]] = []
         queued: deque[tuple[int, int]] = deque()  # (run index, bytes) of shards submitted ahead
         queued_bytes = 0
         next_run = 0
@@ -773,9 +777,15 @@ class StreamingDataset(Array, IterableDataset):
                     if next_run - 1 > current_run:
                         queued.append((next_run - 1, size))
                         queued_bytes += size
-                    pool.submit(prepare, shard_id)
+                    futures.append(pool.submit(prepare, shard_id))
 
-        return ahead
+        def finish() -> None:
+            # Every shard of the plan has been read, so what is left in flight is redundant.
+            for future in futures:
+                future.cancel()
+            wait(futures)
+
+        return ahead, finish
 
     def _prefetch_budget(self) -> int:
         """Bytes of not-yet-reached shards this process may prefetch beyond ``predownload``.
@@ -809,7 +819,7 @@ class StreamingDataset(Array, IterableDataset):
         per shard in it. Rows are decoded lazily, in plan order, by one compiled iterator over
         the block's shards (MDS), so each sample's memory can be reused by the next one.
         """
-        ahead = self._prefetcher(*self._first_visits(sample_ids))
+        ahead, finish = self._prefetcher(*self._first_visits(sample_ids))
         slot_of = np.zeros(self.num_shards, np.int64)
         total = len(sample_ids)
         for base in range(0, total, LOCATE_CHUNK):
@@ -847,6 +857,7 @@ class StreamingDataset(Array, IterableDataset):
                 # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
                 order = list(dict.fromkeys(shards.tolist()))
                 yield self._decode_block(shards, rows, order, slot_of)
+        finish()
 
     def _block_end(self, shards: NDArray[np.int64], lo: int, hi: int, shard_id: int) -> int:
         """Where a block of positions ``lo .. hi`` reading only resident shard ``shard_id``
@@ -923,7 +934,8 @@ class StreamingDataset(Array, IterableDataset):
         raise AssertionError("unreachable")
 
     def _iter_overridden(self, sample_ids: NDArray[np.int64]) -> Iterator[Any]:
-        ahead = self._prefetcher(*self._first_visits(sample_ids))
+        ahead, finish = self._prefetcher(*self._first_visits(sample_ids))
         for position, sample_id in enumerate(sample_ids.tolist()):
             ahead(position)
             yield self[sample_id]
+        finish()

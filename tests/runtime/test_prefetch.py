@@ -1,0 +1,59 @@
+"""Prefetching ends with the epoch: once a plan has been read to its end, no prefetch task of it
+is still running, so the local directory may be removed at once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pytest
+
+from streaming import MDSWriter, StreamingDataset
+from streaming.dataset import PREFETCH_THREADS
+
+
+class _SlowPrefetch(StreamingDataset):
+    """Each prefetch thread's ``prepare_shard`` takes a while; the iterating thread's does not."""
+
+    calls: list[list[float]]
+
+    def prepare_shard(self, shard_id, blocking=True):
+        if not threading.current_thread().name.startswith("streaming-prefetch"):
+            return super().prepare_shard(shard_id, blocking)
+        call = [time.monotonic()]
+        self.calls.append(call)
+        time.sleep(0.5)
+        try:
+            return super().prepare_shard(shard_id, blocking)
+        finally:
+            call.append(time.monotonic())
+
+
+class _SlowPrefetchOverridden(_SlowPrefetch):
+    """The same through a subclass's own ``get_item`` (one sample at a time)."""
+
+    def get_item(self, sample_id, retry=7):
+        return super().get_item(sample_id, retry)
+
+
+@pytest.mark.parametrize("cls", [_SlowPrefetch, _SlowPrefetchOverridden])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_no_prefetch_runs_after_the_epoch(tmp_path, cls, shuffle):
+    local = str(tmp_path / "d")
+    with MDSWriter(out=local, columns={"id": "int", "pad": "bytes"}, size_limit=1 << 12) as w:
+        for i in range(400):
+            w.write({"id": i, "pad": bytes(100)})
+    ds = cls(local=local, shuffle=shuffle, batch_size=4)
+    ds.calls = []
+    assert ds.num_shards >= 8
+    got = sorted(s["id"] for s in ds)
+    assert got == list(range(400))
+    assert ds.calls, "the epoch prefetched nothing"
+    assert all(len(call) == 2 for call in ds.calls), "a prefetch still runs after the epoch"
+    # The ones still queued were cancelled, not run: only the threads' first tasks started.
+    assert len(ds.calls) <= PREFETCH_THREADS < ds.num_shards
+    shutil.rmtree(local)
+    time.sleep(0.3)
+    assert not os.path.exists(local)
