@@ -738,8 +738,7 @@ class StreamingDataset(Array, IterableDataset):
         if pool is None:
             pool = self._pool = ThreadPoolExecutor(PREFETCH_THREADS,
                                                    thread_name_prefix="streaming-prefetch")
-        submitted: set[int] = set()
-        futures: list[Future[None]] = []
+        submitted: dict[int, Future[None]] = {}  # shard id -> its prefetch
         queued: deque[tuple[int, int]] = deque()  # (run index, bytes) of shards submitted ahead
         queued_bytes = 0
         next_run = 0
@@ -773,17 +772,16 @@ class StreamingDataset(Array, IterableDataset):
                     break
                 next_run += 1
                 if new:
-                    submitted.add(shard_id)
                     if next_run - 1 > current_run:
                         queued.append((next_run - 1, size))
                         queued_bytes += size
-                    futures.append(pool.submit(prepare, shard_id))
+                    submitted[shard_id] = pool.submit(prepare, shard_id)
 
         def finish() -> None:
             # Every shard of the plan has been read, so what is left in flight is redundant.
-            for future in futures:
+            for future in submitted.values():
                 future.cancel()
-            wait(futures)
+            wait(submitted.values())
 
         return ahead, finish
 

@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
 import runpy
-import subprocess
 import sys
 
 import pytest
@@ -19,6 +16,7 @@ from hypothesis import strategies as st
 _BENCH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
 _RUNNER = runpy.run_path(str(_BENCH / "run.py"))
 best_of = _RUNNER["best_of"]
+run_worker = _RUNNER["run_worker"]
 
 
 def _measures(results):
@@ -50,7 +48,7 @@ def test_best_of_runs_at_least_once(n):
 
 def _iterate_cases(**args):
     ns = argparse.Namespace(quick=True, bench=["iterate"], **args)
-    return [(label, params) for bench, label, params in _RUNNER["plan_cases"](ns, None)]
+    return [(label, params) for _, label, params in _RUNNER["plan_cases"](ns, None)]
 
 
 def test_epoch_repeat_makes_only_the_fresh_epoch_cases_longer():
@@ -66,29 +64,22 @@ def test_epoch_repeat_makes_only_the_fresh_epoch_cases_longer():
         assert params3 == {**params, "repeat": 3}
 
 
-def _worker(script, impl, params, env):
-    out = subprocess.run(
-        [sys.executable, str(_BENCH / "cases" / script), "--impl", impl, "--params",
-         json.dumps(params)],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("BENCH_RESULT ")]
-    assert lines, out.stderr[-2000:]
-    return json.loads(lines[-1][len("BENCH_RESULT "):])
-
-
 @pytest.mark.parametrize(
     "impl,mode,shuffle",
     [("project", "dl0", True), ("project", "direct", False), ("raw", "direct", True)],
 )
-def test_iterate_worker_reads_the_dataset_repeat_times(tmp_path, impl, mode, shuffle):
-    env = {**os.environ, "BENCH_TMP": str(tmp_path)}
+def test_iterate_worker_reads_the_dataset_repeat_times(tmp_path, monkeypatch, impl, mode, shuffle):
+    # The runner's own worker launch, with this interpreter's venv as the project's.
+    for name in ("project", "raw"):
+        monkeypatch.setitem(_RUNNER["VENVS"], name, pathlib.Path(sys.prefix))
+    env = {"BENCH_TMP": str(tmp_path)}
     data = str(tmp_path / "text")
-    made = _worker("prepare.py", "project", {"kind": "text", "samples": 150, "out": data}, env)
+    made = run_worker("project", "prepare.py", {"kind": "text", "samples": 150, "out": data},
+                      300, env)
     assert "error" not in made, made
     case = {"kind": "text", "samples": 150, "data": data, "mode": mode, "shuffle": shuffle}
     for repeat in (1, 3):
-        got = _worker("iterate.py", impl, {**case, "repeat": repeat}, env)
+        got = run_worker(impl, "iterate.py", {**case, "repeat": repeat}, 300, env)
         assert "error" not in got, got
         assert got["samples"] == got["expected"] == 150 * repeat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["text"]  # every view removed
