@@ -722,9 +722,11 @@ class StreamingDataset(Array, IterableDataset):
 
     def _prefetcher(self, shard_ids: NDArray[np.int64], starts: NDArray[np.int64]):
         """Return ``(ahead, finish)``: ``ahead(position)`` starts preparing upcoming shards in
-        the background; ``finish()``, once the plan has been read to its end, cancels what has
-        not started and waits for what has, so none of it still touches the cache (shard files,
-        the ledger) after the epoch, when the caller may remove the local directory.
+        the background; ``finish(settle)`` cancels what has not started. Once the plan has been
+        read to its end (``settle``), it also waits for what has, so none of it still touches
+        the cache (shard files, the ledger) after the epoch, when the caller may remove the
+        local directory; a loop left early (``break``, an error) only cancels, and does not
+        wait for a download in progress.
 
         Every shard the next ``predownload`` samples need is submitted, as the reference does;
         beyond that, up to :data:`PREFETCH_AHEAD_SHARDS` further shards along the plan are kept
@@ -777,11 +779,13 @@ class StreamingDataset(Array, IterableDataset):
                         queued_bytes += size
                     submitted[shard_id] = pool.submit(prepare, shard_id)
 
-        def finish() -> None:
-            # Every shard of the plan has been read, so what is left in flight is redundant.
+        def finish(settle: bool) -> None:
+            # The plan has been read to its end (or the loop was left), so what is left in
+            # flight is redundant.
             for future in submitted.values():
                 future.cancel()
-            wait(submitted.values())
+            if settle:
+                wait(submitted.values())
 
         return ahead, finish
 
@@ -818,44 +822,48 @@ class StreamingDataset(Array, IterableDataset):
         the block's shards (MDS), so each sample's memory can be reused by the next one.
         """
         ahead, finish = self._prefetcher(*self._first_visits(sample_ids))
-        slot_of = np.zeros(self.num_shards, np.int64)
-        total = len(sample_ids)
-        for base in range(0, total, LOCATE_CHUNK):
-            chunk = sample_ids[base:base + LOCATE_CHUNK]
-            self._check_ids(chunk)
-            chunk_shards, chunk_rows = self.spanner.locate(chunk)
-            size = len(chunk_shards)
-            lo = 0
-            while lo < size:
-                hi = min(lo + DECODE_BLOCK, size)
-                ahead(base + lo)
-                shards = chunk_shards[lo:hi]
-                first = int(shards[0])
-                one = first == int(shards[-1]) and bool((shards == first).all())
-                if one and first in self._ready and hi < size:
-                    hi = self._block_end(chunk_shards, lo, hi, first)
+        settled = False
+        try:
+            slot_of = np.zeros(self.num_shards, np.int64)
+            total = len(sample_ids)
+            for base in range(0, total, LOCATE_CHUNK):
+                chunk = sample_ids[base:base + LOCATE_CHUNK]
+                self._check_ids(chunk)
+                chunk_shards, chunk_rows = self.spanner.locate(chunk)
+                size = len(chunk_shards)
+                lo = 0
+                while lo < size:
+                    hi = min(lo + DECODE_BLOCK, size)
+                    ahead(base + lo)
                     shards = chunk_shards[lo:hi]
-                    ahead(base + hi - 1)  # (prefetch as if read up to the block's end)
-                rows = chunk_rows[lo:hi]
-                start, lo = lo, hi
-                if one:
-                    shard = self.shards[first]
-                    items = None
-                    if base == start == 0 and first not in self._ready:
-                        # Time to first sample: these rows from the shard's download still in
-                        # progress, where possible (see Stream.read_rows_early).
-                        stream = self.streams[self.stream_per_shard[first]]
-                        items = stream.read_rows_early(shard, rows)
-                    yield iter(items) if items is not None else \
-                        self._decode_block(shards, rows, [first], None)
-                    # If read in order, unmap the pages behind, or the whole shard would stay
-                    # mapped (and count as resident memory) until closed.
-                    shard.release_rows(rows)
-                    continue
-                # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
-                order = list(dict.fromkeys(shards.tolist()))
-                yield self._decode_block(shards, rows, order, slot_of)
-        finish()
+                    first = int(shards[0])
+                    one = first == int(shards[-1]) and bool((shards == first).all())
+                    if one and first in self._ready and hi < size:
+                        hi = self._block_end(chunk_shards, lo, hi, first)
+                        shards = chunk_shards[lo:hi]
+                        ahead(base + hi - 1)  # (prefetch as if read up to the block's end)
+                    rows = chunk_rows[lo:hi]
+                    start, lo = lo, hi
+                    if one:
+                        shard = self.shards[first]
+                        items = None
+                        if base == start == 0 and first not in self._ready:
+                            # Time to first sample: these rows from the shard's download still in
+                            # progress, where possible (see Stream.read_rows_early).
+                            stream = self.streams[self.stream_per_shard[first]]
+                            items = stream.read_rows_early(shard, rows)
+                        yield iter(items) if items is not None else \
+                            self._decode_block(shards, rows, [first], None)
+                        # If read in order, unmap the pages behind, or the whole shard would stay
+                        # mapped (and count as resident memory) until closed.
+                        shard.release_rows(rows)
+                        continue
+                    # First-seen order (and no np.unique, which imports numpy.ma: ~0.1 s of TTFS).
+                    order = list(dict.fromkeys(shards.tolist()))
+                    yield self._decode_block(shards, rows, order, slot_of)
+            settled = True
+        finally:
+            finish(settled)
 
     def _block_end(self, shards: NDArray[np.int64], lo: int, hi: int, shard_id: int) -> int:
         """Where a block of positions ``lo .. hi`` reading only resident shard ``shard_id``
@@ -933,7 +941,11 @@ class StreamingDataset(Array, IterableDataset):
 
     def _iter_overridden(self, sample_ids: NDArray[np.int64]) -> Iterator[Any]:
         ahead, finish = self._prefetcher(*self._first_visits(sample_ids))
-        for position, sample_id in enumerate(sample_ids.tolist()):
-            ahead(position)
-            yield self[sample_id]
-        finish()
+        settled = False
+        try:
+            for position, sample_id in enumerate(sample_ids.tolist()):
+                ahead(position)
+                yield self[sample_id]
+            settled = True
+        finally:
+            finish(settled)

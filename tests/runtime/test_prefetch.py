@@ -1,5 +1,6 @@
 """Prefetching ends with the epoch: once a plan has been read to its end, no prefetch task of it
-is still running, so the local directory may be removed at once."""
+is still running, so the local directory may be removed at once; a loop left early cancels
+what is still queued."""
 
 from __future__ import annotations
 
@@ -57,3 +58,25 @@ def test_no_prefetch_runs_after_the_epoch(tmp_path, cls, shuffle):
     shutil.rmtree(local)
     time.sleep(0.3)
     assert not os.path.exists(local)
+
+
+@pytest.mark.parametrize("cls", [_SlowPrefetch, _SlowPrefetchOverridden])
+def test_a_loop_left_early_cancels_queued_prefetches(tmp_path, cls):
+    local = str(tmp_path / "d")
+    with MDSWriter(out=local, columns={"id": "int", "pad": "bytes"}, size_limit=1 << 12) as w:
+        for i in range(2000):
+            w.write({"id": i, "pad": bytes(100)})
+    ds = cls(local=local, shuffle=False, batch_size=4)
+    ds.started, ds.ended = [], []
+    for position, sample in enumerate(ds):
+        assert sample["id"] == position
+        if position == 300:  # past the first block, when shards beyond the window are queued
+            break
+    # Each prefetch takes 0.5 s: long enough for queued ones to start, had they not been
+    # cancelled; the ones running at the break end on their own.
+    time.sleep(1.6)
+    assert ds.started, "nothing was prefetched"
+    assert len(ds.started) <= PREFETCH_THREADS, ds.started
+    assert sorted(ds.ended) == sorted(ds.started)
+    # A new epoch after the break reads every sample.
+    assert sorted(s["id"] for s in ds) == list(range(2000))
