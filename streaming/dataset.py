@@ -659,8 +659,19 @@ class StreamingDataset(Array, IterableDataset):
         self._check_pid()
         shard_id, row = self.spanner[sample_id]
         shard = self.shards[shard_id]
+        if shard_id in self._open and shard_id in self._ready:
+            # Resident and already mapped, the usual case of a subclass's ``__getitem__`` called
+            # per sample: what ``_read_resident`` would do, without its retry loop (~1 us of a
+            # ~2.6 us call). A map outlives its file's eviction, so a miss is only a reader
+            # closed meanwhile, which the loop below handles.
+            self._cache.touch(shard_id)
+            self._open.move_to_end(shard_id)
+            try:
+                return shard.get_item(row)
+            except FileNotFoundError:
+                pass
         try:
-            return self._read_resident(shard_id, lambda: shard[row], max(1, 1 + retry))
+            return self._read_resident(shard_id, partial(shard.get_item, row), max(1, 1 + retry))
         except FileNotFoundError as e:
             error = e
         if self.cache_limit:

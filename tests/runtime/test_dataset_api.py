@@ -180,3 +180,21 @@ def test_retry_decorator(monkeypatch):
     assert len(sleeps) == 2 + 2 and sleeps[2] >= 1.0 and sleeps[3] >= 2.0  # backoff doubles
     with pytest.raises(ValueError):
         retry(num_attempts=0)
+
+
+def test_random_access_after_another_process_evicts(remote, tmp_path):
+    """A mapped shard evicted by another dataset on the same cache (as by another process) is
+    still read through its map; once its reader is closed (as by the limit of open maps), the
+    next access prepares it again."""
+    ds = StreamingDataset(remote=remote, local=str(tmp_path), batch_size=4)
+    assert int(ds[5]["id"]) == 5
+    shard_id = ds.spanner[5][0]
+    assert ds.spanner[6][0] == shard_id
+    raw = os.path.join(str(tmp_path), ds.shards[shard_id].file_pairs[0][0].basename)
+    other = StreamingDataset(remote=remote, local=str(tmp_path), batch_size=4)
+    other.evict_shard(shard_id)
+    assert not os.path.exists(raw)
+    assert int(ds[6]["id"]) == 6 and ds[6]["pad"] == _pad(6)
+    ds.shards[shard_id].close()
+    assert int(ds[5]["id"]) == 5 and ds[5]["pad"] == _pad(5)
+    assert os.path.exists(raw)
