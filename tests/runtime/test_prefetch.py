@@ -39,15 +39,22 @@ class _SlowPrefetchOverridden(_SlowPrefetch):
         return super().get_item(sample_id, retry)
 
 
+def _slow_dataset(cls: type[_SlowPrefetch], local: str, rows: int,
+                  shuffle: bool) -> _SlowPrefetch:
+    """``rows`` small rows in shards of ~30 rows at ``local``, read through ``cls``."""
+    with MDSWriter(out=local, columns={"id": "int", "pad": "bytes"}, size_limit=1 << 12) as w:
+        for i in range(rows):
+            w.write({"id": i, "pad": bytes(100)})
+    ds = cls(local=local, shuffle=shuffle, batch_size=4)
+    ds.started, ds.ended = [], []
+    return ds
+
+
 @pytest.mark.parametrize("cls", [_SlowPrefetch, _SlowPrefetchOverridden])
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_no_prefetch_runs_after_the_epoch(tmp_path, cls, shuffle):
     local = str(tmp_path / "d")
-    with MDSWriter(out=local, columns={"id": "int", "pad": "bytes"}, size_limit=1 << 12) as w:
-        for i in range(400):
-            w.write({"id": i, "pad": bytes(100)})
-    ds = cls(local=local, shuffle=shuffle, batch_size=4)
-    ds.started, ds.ended = [], []
+    ds = _slow_dataset(cls, local, 400, shuffle)
     assert ds.num_shards >= 8
     got = sorted(s["id"] for s in ds)
     assert got == list(range(400))
@@ -62,12 +69,7 @@ def test_no_prefetch_runs_after_the_epoch(tmp_path, cls, shuffle):
 
 @pytest.mark.parametrize("cls", [_SlowPrefetch, _SlowPrefetchOverridden])
 def test_a_loop_left_early_cancels_queued_prefetches(tmp_path, cls):
-    local = str(tmp_path / "d")
-    with MDSWriter(out=local, columns={"id": "int", "pad": "bytes"}, size_limit=1 << 12) as w:
-        for i in range(2000):
-            w.write({"id": i, "pad": bytes(100)})
-    ds = cls(local=local, shuffle=False, batch_size=4)
-    ds.started, ds.ended = [], []
+    ds = _slow_dataset(cls, str(tmp_path / "d"), 2000, False)
     for position, sample in enumerate(ds):
         assert sample["id"] == position
         if position == 300:  # past the first block, when shards beyond the window are queued
