@@ -7,9 +7,11 @@ size)`` underlying sample ids padded with ``-1``, equal to the reference's (Mosa
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +34,26 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 World = tuple[int, int, int]  # (num_nodes, ranks_per_node, workers_per_rank)
+
+
+def _takes_dataset(
+    generate: Callable[[PlanSpec, World, int, int], NDArray[np.int64]],
+) -> Callable[..., NDArray[np.int64]]:
+    """Let a ``generate_work_*`` also take what the reference's does: a ``StreamingDataset`` and
+    a ``streaming.World`` (its parallel world), as well as a ``PlanSpec`` and a shape tuple."""
+
+    @functools.wraps(generate)
+    def accepting(dataset: Any, world: Any, epoch: int, sample_in_epoch: int) -> NDArray[np.int64]:
+        spec = dataset if isinstance(dataset, PlanSpec) else dataset._plan_spec()
+        if spec.num_canonical_nodes is None:  # (a dataset sets its default when iterated)
+            raise RuntimeError("`num_canonical_nodes` can never be None. Provide a positive "
+                               "integer.")
+        if not isinstance(world, tuple):
+            world = (world.num_nodes, world.ranks_per_node, world.workers_per_rank)
+        return generate(spec, world, epoch, sample_in_epoch)
+
+    del accepting.__wrapped__  # its signature (``dataset``, as the reference names it) is the API
+    return accepting
 
 
 def _compose(
@@ -165,14 +187,16 @@ def _stream_order(counts: list[int], rng: np.random.Generator) -> NDArray[np.int
     return index
 
 
+@_takes_dataset
 def generate_work_random_batching(
     spec: PlanSpec, world: World, epoch: int, sample_in_epoch: int
 ) -> NDArray[np.int64]:
     """Generate this epoch's arrangement of samples for ``random`` batching.
 
     Args:
-        spec (PlanSpec): The dataset's planning spec.
-        world (Tuple[int, int, int]): Nodes, ranks per node, workers per rank (parallel world).
+        dataset (StreamingDataset | PlanSpec): The dataset, or its planning spec.
+        world (World | Tuple[int, int, int]): The parallel world, or its nodes, ranks per node
+            and workers per rank.
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Where we are in the epoch.
 
@@ -206,6 +230,7 @@ def generate_work_random_batching(
     return _compose(big_ids, shuffle, small_per_big)
 
 
+@_takes_dataset
 def generate_work_stratified_batching(
     spec: PlanSpec, world: World, epoch: int, sample_in_epoch: int
 ) -> NDArray[np.int64]:
@@ -214,8 +239,9 @@ def generate_work_stratified_batching(
     Every global batch holds the same number of samples from each stream.
 
     Args:
-        spec (PlanSpec): The dataset's planning spec.
-        world (Tuple[int, int, int]): Nodes, ranks per node, workers per rank (parallel world).
+        dataset (StreamingDataset | PlanSpec): The dataset, or its planning spec.
+        world (World | Tuple[int, int, int]): The parallel world, or its nodes, ranks per node
+            and workers per rank.
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Where we are in the epoch.
 
@@ -281,6 +307,7 @@ def generate_work_stratified_batching(
     return _pad_to_world(batches, world, batch_size)
 
 
+@_takes_dataset
 def generate_work_per_stream_batching(
     spec: PlanSpec, world: World, epoch: int, sample_in_epoch: int
 ) -> NDArray[np.int64]:
@@ -289,8 +316,9 @@ def generate_work_per_stream_batching(
     Every global batch holds samples of one stream only.
 
     Args:
-        spec (PlanSpec): The dataset's planning spec.
-        world (Tuple[int, int, int]): Nodes, ranks per node, workers per rank (parallel world).
+        dataset (StreamingDataset | PlanSpec): The dataset, or its planning spec.
+        world (World | Tuple[int, int, int]): The parallel world, or its nodes, ranks per node
+            and workers per rank.
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Where we are in the epoch.
 
@@ -327,6 +355,7 @@ def generate_work_per_stream_batching(
     return _pad_to_world(batches, world, batch_size)
 
 
+@_takes_dataset
 def generate_work_device_per_stream_batching(
     spec: PlanSpec, world: World, epoch: int, sample_in_epoch: int
 ) -> NDArray[np.int64]:
@@ -335,8 +364,9 @@ def generate_work_device_per_stream_batching(
     Every device batch holds samples of one stream only.
 
     Args:
-        spec (PlanSpec): The dataset's planning spec.
-        world (Tuple[int, int, int]): Nodes, ranks per node, workers per rank (parallel world).
+        dataset (StreamingDataset | PlanSpec): The dataset, or its planning spec.
+        world (World | Tuple[int, int, int]): The parallel world, or its nodes, ranks per node
+            and workers per rank.
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Where we are in the epoch.
 
@@ -410,7 +440,7 @@ def generate_work_device_per_stream_batching(
     return _pad_to_world(batches, world, batch_size)
 
 
-batching_methods: dict[str, Callable[[PlanSpec, World, int, int], NDArray[np.int64]]] = {
+batching_methods: dict[str, Callable[..., NDArray[np.int64]]] = {
     "random": generate_work_random_batching,
     "stratified": generate_work_stratified_batching,
     "per_stream": generate_work_per_stream_batching,
@@ -419,14 +449,15 @@ batching_methods: dict[str, Callable[[PlanSpec, World, int, int], NDArray[np.int
 
 
 def generate_work(
-    batching_method: str, spec: PlanSpec, world: World, epoch: int, sample_in_epoch: int
+    batching_method: str, dataset: Any, world: Any, epoch: int, sample_in_epoch: int
 ) -> NDArray[np.int64]:
     """Apportion shards/samples to nodes/ranks/workers for elastically deterministic order.
 
     Args:
         batching_method (str): The batching method to use.
-        spec (PlanSpec): The dataset's planning spec.
-        world (Tuple[int, int, int]): Nodes, ranks per node, workers per rank (parallel world).
+        dataset (StreamingDataset | PlanSpec): The dataset, or its planning spec.
+        world (World | Tuple[int, int, int]): The parallel world, or its nodes, ranks per node
+            and workers per rank.
         epoch (int): Which epoch it is.
         sample_in_epoch (int): Where we are in the epoch.
 
@@ -444,4 +475,4 @@ def generate_work(
             f"Invalid batching method: {batching_method}. Must be one of `random`, `stratified`, "
             f"`per_stream`, or `device_per_stream`."
         ) from None
-    return get(spec, world, epoch, sample_in_epoch)
+    return get(dataset, world, epoch, sample_in_epoch)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
+import streaming.base.batching as base_batching
 from streaming.plan import (
     PlanSpec,
     epoch_work,
@@ -21,6 +22,7 @@ from streaming.plan import (
     worker_plan,
     worker_plan_head,
 )
+from streaming.world import World
 
 _CACHE: dict[str, list[dict]] = {}
 
@@ -164,6 +166,14 @@ def test_batching_matches_reference(oracles, method):
         spec = _spec(case["spec"], batching_method=method, replication=case["replication"])
         pn, rpn, wpr = case["world"]
         result, error = _run(epoch_work, spec, pn, rpn, wpr, case["epoch"], case["sample_in_epoch"])
+        _assert_case(case, result, error)
+        # The reference's own entry point, called as the reference's callers do: with a
+        # ``World`` (replicated, as its dataset does) where ``epoch_work`` takes the shape.
+        world = World(pn, rpn, wpr, 0)
+        if case["replication"] is not None:
+            world = world.replicate(case["replication"])
+        result, error = _run(base_batching.generate_work, method, spec, world, case["epoch"],
+                             case["sample_in_epoch"])
         _assert_case(case, result, error)
 
 

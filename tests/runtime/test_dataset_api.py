@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 
+import numpy as np
 import pytest
 from rt_helpers import write_dataset
 
@@ -198,3 +199,32 @@ def test_random_access_after_another_process_evicts(remote, tmp_path):
     ds.shards[shard_id].close()
     assert int(ds[5]["id"]) == 5 and ds[5]["pad"] == _pad(5)
     assert os.path.exists(raw)
+
+
+def test_generate_work_takes_the_dataset_and_world_as_the_reference_does(tmp_path):
+    """``streaming.base.batching.generate_work(method, dataset=..., world=World(...))``, as the
+    reference's callers write it, plans what the dataset's spec and the world's shape plan."""
+    from streaming.base.batching import generate_work
+    from streaming.base.world import World
+
+    streams = []
+    for k, n in enumerate([200, 300]):
+        params = dict(PARAMS, num_samples=n, base=1000 * k, size_limit=1 << 10)
+        write_dataset(str(tmp_path / f"s{k}"), params)
+        streams.append(Stream(local=str(tmp_path / f"s{k}")))
+    ds = StreamingDataset(streams=streams, batch_size=4, num_canonical_nodes=8, shuffle=True,
+                          batching_method="per_stream", shuffle_block_size=100)
+    world = World(num_nodes=2, ranks_per_node=2, workers_per_rank=2, worker=0)
+    work = generate_work(batching_method="device_per_stream", dataset=ds, world=world, epoch=0,
+                         sample_in_epoch=0)
+    assert np.array_equal(work, generate_work("device_per_stream", ds._plan_spec(), (2, 2, 2),
+                                              0, 0))
+    assert work.shape[:3] == (2, 2, 2) and work.shape[4] == 4
+    # Each device batch, in training order, comes from one stream (ids < 200 are stream 0's).
+    batches = work.transpose(3, 2, 0, 1, 4).reshape(-1, 4)
+    batches = batches[(batches >= 0).all(axis=1)]
+    assert len(batches) and all((b < 200).all() or (b >= 200).all() for b in batches)
+    # Before its first epoch, a dataset left to default its canonical nodes has none yet.
+    fresh = StreamingDataset(streams=[Stream(local=s.local) for s in streams], batch_size=4)
+    with pytest.raises(RuntimeError, match="`num_canonical_nodes` can never be None"):
+        generate_work("random", fresh, world, 0, 0)

@@ -1,7 +1,7 @@
 """Re-exports of ``streaming.plan.batching`` at the reference's module path.
 
-These take a ``streaming.plan.PlanSpec`` and a ``(nodes, ranks per node, workers per rank)``
-tuple where the reference took a ``StreamingDataset`` and a ``World``.
+As in the reference, they take a ``StreamingDataset`` and a ``World`` (the parallel world); a
+``streaming.plan.PlanSpec`` and a ``(nodes, ranks per node, workers per rank)`` tuple work too.
 """
 
 from streaming.plan.batching import (
