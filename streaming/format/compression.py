@@ -114,18 +114,18 @@ class Brotli(LevelledCompression):
     default_level = 11
 
     def compress(self, data: bytes) -> bytes:
-        return _import("brotli", "brotli").compress(bytes(data), quality=self.level)
+        return _import("brotli", "brotli").compress(_as_bytes(data), quality=self.level)
 
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
         brotli = _import("brotli", "brotli")
         if max_size is None:
-            return brotli.decompress(bytes(data))
+            return brotli.decompress(_as_bytes(data))
         decompressor = brotli.Decompressor()
         limit = max_size + 1
         try:
-            out = [decompressor.process(bytes(data), output_buffer_limit=limit)]
+            out = [decompressor.process(_as_bytes(data), output_buffer_limit=limit)]
         except TypeError:  # brotli < 1.2 cannot cap its output: check what it made
-            return _checked(brotli.decompress(bytes(data)), max_size)
+            return _checked(brotli.decompress(_as_bytes(data)), max_size)
         total = len(out[0])
         # The limit is soft (the output grows in blocks), and a capped call leaves the rest of
         # the output inside the decompressor until it is asked again with no input.
@@ -185,7 +185,7 @@ class Snappy(Compression):
     extension = "snappy"
 
     def compress(self, data: bytes) -> bytes:
-        return _import("snappy", "snappy").compress(bytes(data))
+        return _import("snappy", "snappy").compress(_as_bytes(data))
 
     def decompress(self, data: bytes, max_size: int | None = None) -> bytes:
         snappy = _import("snappy", "snappy")
@@ -195,7 +195,13 @@ class Snappy(Compression):
             declared = _snappy_length(data)
             if declared is not None and declared > max_size:
                 raise ValueError(f"snappy data declares {declared} bytes, more than {max_size}")
-        return _checked(snappy.decompress(bytes(data)), max_size)
+        return _checked(snappy.decompress(_as_bytes(data)), max_size)
+
+
+def _as_bytes(data: bytes) -> bytes:
+    """``data`` as ``bytes``; a TypeError for what is not bytes-like (``bytes(100)`` would make
+    100 zero bytes)."""
+    return data if isinstance(data, bytes) else memoryview(data).tobytes()
 
 
 def _snappy_length(data: bytes) -> int | None:

@@ -112,3 +112,16 @@ def test_truncated_data_names_the_file(tmp_path) -> None:
         packed = compress(algo, data)[:-7]
         with pytest.raises(ValueError, match=f"^{tmp_path}/z: "):
             decompress_shard_data(f"{tmp_path}/z", algo, packed, len(data))
+
+
+@pytest.mark.parametrize("algo", ["br", "bz2", "gz", "snappy", "zstd"])
+@pytest.mark.parametrize("data", [100, 1.2, "bigdata"])
+def test_only_bytes_like_data_is_compressed(algo, data) -> None:
+    """Not bytes-like is a TypeError for every codec, as in the reference (``bytes(100)`` would
+    otherwise compress 100 zero bytes)."""
+    with pytest.raises(TypeError, match="bytes-like"):
+        compress(algo, data)
+    with pytest.raises(TypeError, match="bytes-like"):
+        decompress(algo, data)
+    assert decompress(algo, compress(algo, bytearray(b"abc"))) == b"abc"
+    assert decompress(algo, compress(algo, memoryview(b"abc"))) == b"abc"
