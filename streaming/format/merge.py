@@ -13,6 +13,7 @@ shards), and ``keep_local=False`` never deletes a dataset that has no remote cop
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -98,7 +99,10 @@ def _fetch(src: str, temp_root: str, timeout: float) -> str:
     if is_local(src):
         path = src[len("file://") :] if src.startswith("file://") else src
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"Index file {path} does not exist or not accessible.")
+            # A RuntimeError, as the reference raises for any index it cannot fetch (it copies
+            # local ones too); the missing file is its cause.
+            missing = FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+            raise RuntimeError(f"Failed to download index.json: {src}: no such file") from missing
         return path
     from streaming.storage.download import download
 

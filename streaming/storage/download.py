@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from streaming.storage.atomic import atomic_file, start_writeback
 from streaming.storage.filesystem import is_local, resolve, resolve_options, split_scheme
 from streaming.storage.partial import publishing
-from streaming.storage.retry import backoff_delay, call_with_retry, is_retryable
+from streaming.storage.retry import backoff_delay, call_with_retry, is_retryable, remote_missing
 
 if TYPE_CHECKING:  # pragma: no cover
     from fsspec import AbstractFileSystem
@@ -207,7 +207,7 @@ class _Job:
 
     def _failed(self, error: BaseException, what: str) -> BaseException:
         if isinstance(error, FileNotFoundError):
-            return FileNotFoundError(f"{self.url}: remote file not found")
+            return remote_missing(self.url)
         if isinstance(error, PermissionError):
             return PermissionError(f"{self.url}: access denied (check credentials): {error}")
         if not is_retryable(error):
@@ -229,7 +229,7 @@ class _Job:
         if not os.path.isfile(src):
             if os.path.isdir(src):
                 raise IsADirectoryError(f"{self.url}: is a directory, not a file")
-            raise FileNotFoundError(f"{self.url}: remote file not found")
+            raise remote_missing(self.url)
         if os.path.abspath(src) == os.path.abspath(local_path):
             return os.path.getsize(src)
         with atomic_file(local_path) as (fd, _):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import random
 import time
 from typing import Callable, TypeVar
 
 from streaming.storage.atomic import STORAGE_ERRNOS
 
-__all__ = ["PERMANENT_ERRORS", "backoff_delay", "call_with_retry", "is_retryable"]
+__all__ = [
+    "PERMANENT_ERRORS", "backoff_delay", "call_with_retry", "is_retryable", "remote_missing",
+]
 
 T = TypeVar("T")
 
@@ -42,6 +45,23 @@ def is_retryable(error: BaseException) -> bool:
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         return False  # (the local disk full, say: retrying in a second would not help)
     return isinstance(error, Exception)
+
+
+def remote_missing(url: str, detail: str = "") -> FileNotFoundError:
+    """The error for a remote file that does not exist.
+
+    Shaped as the reference's (an ``ENOENT`` ``FileNotFoundError``: ``[Errno 2] No such file or
+    directory: '<url>'``, with ``errno`` and ``filename`` set), saying that the remote is missing.
+
+    Args:
+        url (str): The remote file.
+        detail (str): What the storage said (an error code), if anything.
+
+    Returns:
+        FileNotFoundError: The error to raise.
+    """
+    what = f"No such file or directory (remote file not found{', ' + detail if detail else ''})"
+    return FileNotFoundError(errno.ENOENT, what, url)
 
 
 def backoff_delay(attempt: int, initial: float, maximum: float = 10.0) -> float:

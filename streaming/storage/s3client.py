@@ -490,7 +490,9 @@ def translate_s3_error(error: BaseException, url: str) -> BaseException | None:
             return TimeoutError(f"{url}: {error}")
     code = error_code(error)
     if code in _MISSING:
-        return FileNotFoundError(f"{url}: remote file not found ({code})")
+        from streaming.storage.retry import remote_missing
+
+        return remote_missing(url, code)
     if code in _DENIED:
         return PermissionError(f"{url}: access denied ({code})")
     return None

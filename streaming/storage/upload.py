@@ -10,6 +10,7 @@ checks so that code that subclasses or patches them keeps working, but all move 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import pathlib
@@ -78,7 +79,9 @@ def upload(
         UploadError: The upload failed after ``retry`` attempts; names the URL.
     """
     if not os.path.isfile(local_path):
-        raise FileNotFoundError(f"{local_path}: file to upload to {remote_url} does not exist")
+        # "[Errno 2] No such file or directory: '<local>' -> '<remote>'", as the reference's
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", local_path, None,
+                                remote_url)
     fs, path = resolve(remote_url)
 
     def attempt() -> None:

@@ -85,8 +85,15 @@ def test_keep_local_false_never_deletes_a_local_only_dataset(cases, tmp_path) ->
 def test_bad_arguments_and_missing_files(tmp_path) -> None:
     with pytest.raises(ValueError, match="Invalid arguments"):
         merge_index(3)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        merge_index([str(tmp_path / "nope" / "index.json")], str(tmp_path))
+    # A missing index is the reference's RuntimeError (it copies local indexes as it downloads
+    # remote ones), caused by the missing file; a pair with neither copy, its FileNotFoundError.
+    missing = str(tmp_path / "nope" / "index.json")
+    with pytest.raises(RuntimeError, match="Failed to download index.json") as caught:
+        merge_index([missing], str(tmp_path))
+    assert isinstance(caught.value.__cause__, FileNotFoundError)
+    assert caught.value.__cause__.filename == missing
+    with pytest.raises(FileNotFoundError, match="Check data availability"):
+        merge_index([(missing, "")], str(tmp_path))
     assert not (tmp_path / "index.json").exists()
     bad = tmp_path / "bad"
     bad.mkdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 
@@ -43,9 +44,12 @@ def test_local_round_trip(tmp_path: pathlib.Path, form: str) -> None:
 
 def test_local_missing_names_url(tmp_path: pathlib.Path) -> None:
     url = f"file://{tmp_path}/nope.bin"
-    with pytest.raises(FileNotFoundError, match="nope.bin"):
+    with pytest.raises(FileNotFoundError, match="nope.bin") as caught:
         download(url, str(tmp_path / "out" / "nope.bin"))
     assert not (tmp_path / "out" / "nope.bin").exists()
+    # Shaped as the reference's: "[Errno 2] No such file or directory: ..." naming the URL.
+    assert caught.value.errno == errno.ENOENT and caught.value.filename == url
+    assert str(caught.value).startswith("[Errno 2] No such file or directory (remote")
 
 
 def test_local_directory_is_an_error(tmp_path: pathlib.Path) -> None:
@@ -116,8 +120,10 @@ def test_s3_missing_object_fails_fast_naming_url(
 ) -> None:
     proxy = fault_proxy()
     url = f"{s3_bucket}/missing/shard.mds"
-    with pytest.raises(FileNotFoundError, match="missing/shard.mds"):
+    with pytest.raises(FileNotFoundError, match="missing/shard.mds") as caught:
         download(url, str(tmp_path / "shard.mds"), retry=5, backoff=0.01)
+    assert caught.value.errno == errno.ENOENT and caught.value.filename == url
+    assert "No such file or directory" in str(caught.value)
     assert not (tmp_path / "shard.mds").exists()
     assert _leftovers(tmp_path) == []
     # Not retried: s3fs looks the key up once (HEAD, then a listing to rule out a directory).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
@@ -128,8 +129,12 @@ def test_s3_concurrent_uploads_and_listing(
 
 
 def test_upload_missing_local_file(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(FileNotFoundError, match="nope"):
+    with pytest.raises(FileNotFoundError, match="No such file or directory: '.*nope'") as caught:
         upload(str(tmp_path / "nope"), str(tmp_path / "dest"))
+    assert caught.value.errno == errno.ENOENT
+    assert (caught.value.filename, caught.value.filename2) == (str(tmp_path / "nope"),
+                                                               str(tmp_path / "dest"))
+    assert not (tmp_path / "dest").exists()
 
 
 def test_upload_to_local_is_atomic_and_makes_dirs(tmp_path: pathlib.Path) -> None:
