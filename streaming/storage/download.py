@@ -207,8 +207,10 @@ class _Job:
 
     def _failed(self, error: BaseException, what: str) -> BaseException:
         if isinstance(error, FileNotFoundError):
-            return remote_missing(self.url)
+            return error if error.filename == self.url else remote_missing(self.url)
         if isinstance(error, PermissionError):
+            if str(error).startswith(self.url):  # already says which URL (s3client.py's)
+                return error
             return PermissionError(f"{self.url}: access denied (check credentials): {error}")
         if not is_retryable(error):
             return error

@@ -36,6 +36,7 @@ triggers one, which is most of the import's cost.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -492,7 +493,40 @@ def translate_s3_error(error: BaseException, url: str) -> BaseException | None:
     if code in _MISSING:
         from streaming.storage.retry import remote_missing
 
-        return remote_missing(url, code)
+        return _also_client_error(remote_missing(url, code), error)
     if code in _DENIED:
-        return PermissionError(f"{url}: access denied ({code})")
+        return _also_client_error(PermissionError(f"{url}: access denied ({code})"), error)
     return None
+
+
+def _also_client_error(translated: OSError, error: BaseException) -> OSError:
+    """``translated``, made also a botocore ``ClientError`` with ``error``'s response when
+    ``error`` is one: the reference lets S3's ``ClientError`` through for a missing or refused
+    object, so code written for it catches that, and code written for the builtin catches this.
+    """
+    from botocore.exceptions import ClientError  # (``error`` has a response: botocore is loaded)
+
+    if not isinstance(error, ClientError):
+        return translated
+    both = _client_error_kind(type(translated))
+    if translated.errno is None:
+        out = both(*translated.args)
+    else:
+        out = both(translated.errno, translated.strerror, translated.filename)
+    out.response, out.operation_name = error.response, error.operation_name
+    return out
+
+
+@functools.cache
+def _client_error_kind(kind: type[OSError]) -> type[OSError]:
+    """A subclass of both ``kind`` and botocore's ``ClientError`` (built on first use, so that
+    importing this module does not import botocore). It pickles as a plain ``kind``."""
+    from botocore.exceptions import ClientError
+
+    def __reduce__(self: OSError) -> tuple[type[OSError], tuple[Any, ...]]:
+        if self.errno is None:
+            return kind, self.args
+        return kind, (self.errno, self.strerror, self.filename)
+
+    return type(kind.__name__, (kind, ClientError), {"__reduce__": __reduce__,
+                                                      "__module__": __name__})

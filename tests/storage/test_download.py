@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 import pathlib
 
 import boto3
@@ -124,6 +125,13 @@ def test_s3_missing_object_fails_fast_naming_url(
         download(url, str(tmp_path / "shard.mds"), retry=5, backoff=0.01)
     assert caught.value.errno == errno.ENOENT and caught.value.filename == url
     assert "No such file or directory" in str(caught.value)
+    # Also the botocore ClientError the reference lets through, with S3's response.
+    from botocore.exceptions import ClientError
+
+    assert isinstance(caught.value, ClientError)
+    assert caught.value.response["Error"]["Code"] in ("NoSuchKey", "404")
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert type(copy) is FileNotFoundError and copy.filename == url
     assert not (tmp_path / "shard.mds").exists()
     assert _leftovers(tmp_path) == []
     # Not retried: s3fs looks the key up once (HEAD, then a listing to rule out a directory).

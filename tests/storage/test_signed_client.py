@@ -63,9 +63,13 @@ def test_moto_accepts_the_signatures(checked_keys: tuple[str, str, str],
     # The same key with another secret: moto rejects the signature; not retried, not written.
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-" + secret)
     clear_filesystem_cache()
-    with pytest.raises(PermissionError, match="access denied"):
+    with pytest.raises(PermissionError, match="access denied") as caught:
         download(url, str(tmp_path / "bad"))
     assert not (tmp_path / "bad").exists()
+    assert str(caught.value).count(url) == 1  # (the URL was once said twice)
+    from botocore.exceptions import ClientError
+
+    assert isinstance(caught.value, ClientError)  # as the reference lets through
 
 
 def test_session_token_is_sent_and_signed(s3_bucket: str, tmp_path: pathlib.Path,
