@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import errno
 import os
-import pickle
 import pathlib
+import pickle
 
 import boto3
 import pytest
