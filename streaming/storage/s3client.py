@@ -504,7 +504,9 @@ def _also_client_error(translated: OSError, error: BaseException) -> OSError:
     ``error`` is one: the reference lets S3's ``ClientError`` through for a missing or refused
     object, so code written for it catches that, and code written for the builtin catches this.
     """
-    from botocore.exceptions import ClientError  # (``error`` has a response: botocore is loaded)
+    if "botocore.exceptions" not in sys.modules:  # not imported: the error is not botocore's
+        return translated
+    from botocore.exceptions import ClientError
 
     if not isinstance(error, ClientError):
         return translated
