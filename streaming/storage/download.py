@@ -206,11 +206,11 @@ class _Job:
         self.max_concurrency = max_concurrency
 
     def _failed(self, error: BaseException, what: str) -> BaseException:
+        if isinstance(error, (FileNotFoundError, PermissionError)) and error.filename == self.url:
+            return error  # already names this URL (s3client.py's translations)
         if isinstance(error, FileNotFoundError):
-            return error if error.filename == self.url else remote_missing(self.url)
+            return remote_missing(self.url)
         if isinstance(error, PermissionError):
-            if str(error).startswith(self.url):  # already says which URL (s3client.py's)
-                return error
             return PermissionError(f"{self.url}: access denied (check credentials): {error}")
         if not is_retryable(error):
             return error

@@ -36,6 +36,7 @@ triggers one, which is most of the import's cost.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gc
 import json
@@ -495,7 +496,8 @@ def translate_s3_error(error: BaseException, url: str) -> BaseException | None:
 
         return _also_client_error(remote_missing(url, code), error)
     if code in _DENIED:
-        return _also_client_error(PermissionError(f"{url}: access denied ({code})"), error)
+        denied = PermissionError(errno.EACCES, f"access denied ({code})", url)
+        return _also_client_error(denied, error)
     return None
 
 
@@ -510,11 +512,8 @@ def _also_client_error(translated: OSError, error: BaseException) -> OSError:
 
     if not isinstance(error, ClientError):
         return translated
-    both = _client_error_kind(type(translated))
-    if translated.errno is None:
-        out = both(*translated.args)
-    else:
-        out = both(translated.errno, translated.strerror, translated.filename)
+    out = _client_error_kind(type(translated))(translated.errno, translated.strerror,
+                                               translated.filename)
     out.response, out.operation_name = error.response, error.operation_name
     return out
 
@@ -526,8 +525,6 @@ def _client_error_kind(kind: type[OSError]) -> type[OSError]:
     from botocore.exceptions import ClientError
 
     def __reduce__(self: OSError) -> tuple[type[OSError], tuple[Any, ...]]:
-        if self.errno is None:
-            return kind, self.args
         return kind, (self.errno, self.strerror, self.filename)
 
     return type(kind.__name__, (kind, ClientError), {"__reduce__": __reduce__,
