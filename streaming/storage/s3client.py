@@ -49,8 +49,8 @@ from typing import Any, Iterator
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SignedS3Client", "clear_s3_clients", "prewarm", "s3_client", "translate_s3_error",
-           "wait_prewarm"]
+__all__ = ["SignedS3Client", "also_client_error", "clear_s3_clients", "prewarm", "s3_client",
+           "translate_s3_error", "wait_prewarm"]
 
 # Every cache below is keyed by (or belongs to) one process: a forked child starts afresh.
 _clients: dict[tuple[int, str, float], Any] = {}
@@ -494,14 +494,14 @@ def translate_s3_error(error: BaseException, url: str) -> BaseException | None:
     if code in _MISSING:
         from streaming.storage.retry import remote_missing
 
-        return _also_client_error(remote_missing(url, code), error)
+        return also_client_error(remote_missing(url, code), error)
     if code in _DENIED:
         denied = PermissionError(errno.EACCES, f"access denied ({code})", url)
-        return _also_client_error(denied, error)
+        return also_client_error(denied, error)
     return None
 
 
-def _also_client_error(translated: OSError, error: BaseException) -> OSError:
+def also_client_error(translated: OSError, error: BaseException) -> OSError:
     """``translated``, made also a botocore ``ClientError`` with ``error``'s response when
     ``error`` is one: the reference lets S3's ``ClientError`` through for a missing or refused
     object, so code written for it catches that, and code written for the builtin catches this.

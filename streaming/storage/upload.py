@@ -24,6 +24,7 @@ from typing import Any, Union
 from streaming.storage.atomic import atomic_file
 from streaming.storage.filesystem import is_local, join_url, resolve, split_scheme
 from streaming.storage.retry import call_with_retry
+from streaming.storage.s3client import also_client_error
 
 __all__ = [
     "UPLOADERS",
@@ -228,8 +229,11 @@ class CloudUploader:
                     "Invalid `out` argument. It is either a string of local/remote directory "
                     "or a list of two strings with [local, remote]."
                 )
+        remote = out if isinstance(out, str) else out[1]
+        if not isinstance(remote, (str, os.PathLike)):
+            raise ValueError(f"Invalid Cloud provider prefix: the remote of `out` must be a "
+                             f"path or URL string, not {remote!r}.")
         if _provider(out) not in UPLOADERS:
-            remote = out if isinstance(out, str) else out[1]
             raise ValueError(f"Invalid Cloud provider prefix: {split_scheme(remote)[0]}.")
 
     def __init__(
@@ -349,9 +353,29 @@ class CloudUploader:
         except Exception as e:  # network or permission trouble: say which bucket
             found, cause = False, e
         if not found:
-            raise FileNotFoundError(
-                f"Either {what} `{root}` does not exist! or check the {what} permission."
-            ) from cause
+            missing: OSError = FileNotFoundError(
+                errno.ENOENT,
+                f"Either {what} `{root}` does not exist! or check the {what} permission",
+                self.remote,
+            )
+            if "s3" in fs.protocol:
+                # The reference's S3 (and GCS HMAC) uploaders let HeadBucket's ClientError
+                # through: code written for it catches that, code written for ours this.
+                missing = _head_bucket_error(missing, cause)
+            raise missing from cause
+
+
+def _head_bucket_error(missing: FileNotFoundError, cause: BaseException | None) -> OSError:
+    """``missing``, made also the botocore ``ClientError`` HeadBucket would have raised (403
+    when the check was refused, else 404), if botocore is there (the S3 filesystem imports it)."""
+    if "botocore.exceptions" not in sys.modules:
+        return missing
+    from botocore.exceptions import ClientError
+
+    code, message = ("403", "Forbidden") if isinstance(cause, PermissionError) else \
+        ("404", "Not Found")
+    response = {"Error": {"Code": code, "Message": message}}
+    return also_client_error(missing, ClientError(response, "HeadBucket"))  # type: ignore[arg-type]
 
 
 def _bucket_root(remote: str) -> str:
@@ -401,7 +425,8 @@ class GCSUploader(_BucketUploader):
     """Upload file from local machine to Google Cloud Storage bucket.
 
     With ``GCS_KEY``/``GCS_SECRET`` set, talks HMAC through GCS's S3-compatible API (as the
-    reference does); otherwise uses gcsfs with Application Default Credentials.
+    reference does); otherwise uses gcsfs with Application Default Credentials. Which one is
+    :attr:`authentication`.
 
     Args:
         out (str | Tuple[str, str]): Output dataset directory (see :meth:`CloudUploader.get`).
@@ -409,7 +434,39 @@ class GCSUploader(_BucketUploader):
         progress_bar (bool): Display TQDM progress bars. Defaults to ``False``.
         retry (int): Number of attempts to upload each file. Defaults to ``2``.
         exist_ok (bool): Allow a non-empty local directory. Defaults to ``False``.
+
+    Raises:
+        ValueError: Neither HMAC keys nor Application Default Credentials are set up (checked
+            when ``google-auth``, which gcsfs brings, is installed).
     """
+
+    def __init__(self, out: Out, keep_local: bool = False, progress_bar: bool = False,
+                 retry: int = 2, exist_ok: bool = False) -> None:
+        if "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ:
+            self.authentication = GCSAuthentication.HMAC
+        else:
+            _require_default_credentials()
+            self.authentication = GCSAuthentication.SERVICE_ACCOUNT
+        super().__init__(out, keep_local, progress_bar, retry, exist_ok)
+
+
+def _require_default_credentials() -> None:
+    """Raise the reference's ``ValueError`` if Google's Application Default Credentials are not
+    set up (when google-auth is not installed, gcsfs's absence is reported on first use)."""
+    try:
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+    except ImportError:
+        return
+    try:
+        google.auth.default()
+    except (DefaultCredentialsError, OSError) as e:
+        raise ValueError(
+            "Either set the environment variables `GCS_KEY` and `GCS_SECRET` or use any of the "
+            "methods in https://cloud.google.com/docs/authentication/external/set-up-adc to set "
+            "up Application Default Credentials. See also "
+            "https://docs.mosaicml.com/projects/mcli/en/latest/resources/secrets/gcp.html."
+        ) from e
 
 
 class OCIUploader(_BucketUploader):

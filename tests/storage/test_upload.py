@@ -5,15 +5,21 @@ from __future__ import annotations
 import errno
 import os
 import pathlib
+import pickle
+import sys
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from streaming.base.storage import upload as base_upload
 from streaming.storage.upload import (
     AlipanUploader,
     CloudUploader,
+    GCSAuthentication,
+    GCSUploader,
     LocalUploader,
     S3Uploader,
     list_files,
@@ -83,6 +89,51 @@ def test_bad_out_arguments(tmp_path: pathlib.Path) -> None:
         CloudUploader.get("ftp://host/path")
     with pytest.raises(ValueError, match="alipan"):
         AlipanUploader("alipan:///data")
+    # A missing remote is named as such (was a TypeError from deep inside).
+    for out in ((str(tmp_path / "l"), None), (str(tmp_path / "l"), 7)):
+        with pytest.raises(ValueError, match=r"Invalid Cloud provider prefix: the remote of "
+                                             r"`out` must be a path or URL string, not (None|7)"):
+            CloudUploader.get(out)  # type: ignore[arg-type]
+    assert not (tmp_path / "l").exists()
+
+
+def test_gcs_uploader_says_how_it_authenticates(tmp_path: pathlib.Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(GCSUploader, "check_bucket_exists", lambda self, remote: None)
+    monkeypatch.setenv("GCS_KEY", "key")
+    monkeypatch.setenv("GCS_SECRET", "secret")
+    uploader = GCSUploader((str(tmp_path / "a"), "gs://bucket/ds"))
+    assert uploader.authentication is GCSAuthentication.HMAC
+    assert uploader.remote == "gs://bucket/ds"
+    monkeypatch.delenv("GCS_KEY")
+    # Without HMAC keys: Application Default Credentials, through google-auth (which gcsfs
+    # brings; a stand-in module here, as this venv has neither).
+    auth, exceptions = types.ModuleType("google.auth"), types.ModuleType("google.auth.exceptions")
+
+    class DefaultCredentialsError(Exception):
+        pass
+
+    found: list[bool] = [True]
+
+    def default() -> tuple[object, str]:
+        if not found[0]:
+            raise DefaultCredentialsError("none")
+        return object(), "project"
+
+    auth.default, auth.exceptions = default, exceptions  # type: ignore[attr-defined]
+    exceptions.DefaultCredentialsError = DefaultCredentialsError  # type: ignore[attr-defined]
+    google = types.ModuleType("google")
+    google.auth = auth  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.auth", auth)
+    monkeypatch.setitem(sys.modules, "google.auth.exceptions", exceptions)
+    uploader = GCSUploader((str(tmp_path / "b"), "gs://bucket/ds"))
+    assert uploader.authentication is GCSAuthentication.SERVICE_ACCOUNT
+    found[0] = False
+    with pytest.raises(ValueError, match="Either set the environment variables `GCS_KEY` and "
+                                         "`GCS_SECRET` or use any of the methods") as caught:
+        GCSUploader((str(tmp_path / "c"), "gs://bucket/ds"))
+    assert isinstance(caught.value.__cause__, DefaultCredentialsError)
 
 
 def test_s3_remote_only_stages_in_temp_dir(
@@ -102,8 +153,18 @@ def test_s3_remote_only_stages_in_temp_dir(
 
 
 def test_s3_missing_bucket_is_reported(s3_bucket: str, tmp_path: pathlib.Path) -> None:
-    with pytest.raises(FileNotFoundError, match="bucket `no-such-bucket-abc` does not exist"):
+    with pytest.raises(FileNotFoundError, match="bucket `no-such-bucket-abc` does not exist") \
+            as caught:
         CloudUploader.get((str(tmp_path / "l"), "s3://no-such-bucket-abc/ds"))
+    error = caught.value
+    assert error.errno == errno.ENOENT and error.filename == "s3://no-such-bucket-abc/ds"
+    # Also what the reference raises there: HeadBucket's ClientError (404).
+    assert isinstance(error, ClientError)
+    assert error.response["Error"]["Code"] == "404"
+    assert error.operation_name == "HeadBucket"
+    # ... and it pickles (a DataLoader worker's error crosses processes) as the builtin.
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is FileNotFoundError and again.filename == error.filename
 
 
 def test_s3_concurrent_uploads_and_listing(
