@@ -26,7 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.storage.atomic import atomic_file, start_writeback
-from streaming.storage.filesystem import is_local, resolve, resolve_options, split_scheme
+from streaming.storage.filesystem import (
+    is_local,
+    is_unity_catalog,
+    resolve,
+    resolve_options,
+    split_scheme,
+)
 from streaming.storage.partial import publishing
 from streaming.storage.retry import backoff_delay, call_with_retry, is_retryable, remote_missing
 
@@ -582,7 +588,7 @@ class CloudDownloader(abc.ABC):
 
 def _client_prefix(remote: str) -> str:
     scheme = split_scheme(remote)[0]
-    if scheme == "dbfs" and remote.startswith("dbfs:/Volumes"):
+    if is_unity_catalog(remote):
         return "dbfs-uc"
     return scheme
 
@@ -649,6 +655,21 @@ class DatabricksUnityCatalogDownloader(CloudDownloader):
     @staticmethod
     def _client_identifier() -> str:
         return "dbfs-uc"
+
+    def _validate_remote_path(self, remote: str) -> None:
+        """Validate the remote path (the reference's message: it names the volume prefix).
+
+        Args:
+            remote (str): Remote path.
+
+        Raises:
+            ValueError: If the remote path is not in a ``dbfs:/Volumes`` volume.
+        """
+        if not is_unity_catalog(remote):
+            prefix = "/".join(remote.split("/", 2)[:2])
+            raise ValueError(
+                "Expected path prefix to be `dbfs:/Volumes` if it is a Databricks Unity "
+                f"Catalog, instead, got {prefix} for remote={remote}.")
 
 
 class DBFSDownloader(CloudDownloader):

@@ -30,6 +30,7 @@ __all__ = [
     "Scheme",
     "clear_filesystem_cache",
     "get_filesystem",
+    "is_unity_catalog",
     "is_local",
     "join_url",
     "resolve",
@@ -78,6 +79,20 @@ def split_scheme(url: str) -> tuple[str, str]:
     if not scheme:
         return "", url
     return scheme, url[len(scheme) + 1 :]
+
+
+def is_unity_catalog(url: str) -> bool:
+    """Whether ``url`` is in a Databricks Unity Catalog volume: its first two path parts are
+    ``dbfs:/Volumes`` (``dbfs:/Volumess/x`` is not).
+
+    Args:
+        url (str): A URL or a local path.
+
+    Returns:
+        bool: Whether it starts with the ``dbfs:/Volumes`` part.
+    """
+    scheme, rest = split_scheme(url)
+    return scheme == "dbfs" and rest.lstrip("/").split("/", 1)[0] == "Volumes"
 
 
 def is_local(url: str | None) -> bool:

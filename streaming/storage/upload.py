@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import pathlib
 import shutil
 import sys
 import urllib.parse
@@ -22,7 +21,13 @@ from tempfile import mkdtemp
 from typing import Any, Union
 
 from streaming.storage.atomic import atomic_file
-from streaming.storage.filesystem import is_local, join_url, resolve, split_scheme
+from streaming.storage.filesystem import (
+    is_local,
+    is_unity_catalog,
+    join_url,
+    resolve,
+    split_scheme,
+)
 from streaming.storage.retry import call_with_retry
 from streaming.storage.s3client import also_client_error
 
@@ -159,10 +164,8 @@ Out = Union[str, tuple[str, str]]
 def _provider(out: Out) -> str:
     remote = out if isinstance(out, str) else out[1]
     scheme = split_scheme(remote)[0]
-    if scheme == "dbfs":
-        parts = pathlib.PurePosixPath(remote).parts
-        if len(parts) > 1 and os.path.join(parts[0], parts[1]) == "dbfs:/Volumes":
-            return "dbfs:/Volumes"
+    if is_unity_catalog(remote):
+        return "dbfs:/Volumes"
     return scheme
 
 

@@ -26,7 +26,8 @@ def test_reference_names_are_reexported() -> None:
      ("s3://b/k", "S3Downloader"), ("gs://b/k", "GCSDownloader"), ("oci://b@n/k", "OCIDownloader"),
      ("hf://datasets/o/n", "HFDownloader"), ("azure://a/c", "AzureDownloader"),
      ("azure-dl://c/p", "AzureDataLakeDownloader"), ("sftp://h/p", "SFTPDownloader"),
-     ("dbfs:/Volumes/x/y", "DatabricksUnityCatalogDownloader"), ("dbfs:/tmp", "DBFSDownloader")],
+     ("dbfs:/Volumes/x/y", "DatabricksUnityCatalogDownloader"), ("dbfs:/tmp", "DBFSDownloader"),
+     ("dbfs:/Volumess/x", "DBFSDownloader")],
 )
 def test_get_dispatches_on_scheme(remote: str | None, cls: str) -> None:
     assert type(core.CloudDownloader.get(remote)).__name__ == cls
@@ -50,6 +51,18 @@ def test_download_skips_existing_and_needs_remote(tmp_path: pathlib.Path) -> Non
 def test_wrong_scheme_for_downloader(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ValueError, match="Expected remote path to start with url scheme"):
         core.S3Downloader().download("gs://b/k", str(tmp_path / "k"))
+
+
+@pytest.mark.parametrize("prefix", ["dbfs:/Volumess", "dbfs:/Content"])
+def test_unity_catalog_downloader_wants_a_volume(tmp_path: pathlib.Path, prefix: str) -> None:
+    # The reference's message, naming what it found (a "dbfs:/Volumess" path is not a volume:
+    # it went on to the network before).
+    with pytest.raises(ValueError, match=f"Expected path prefix to be `dbfs:/Volumes` if it is "
+                                         f"a Databricks Unity Catalog, instead, got {prefix} "
+                                         f"for remote={prefix}/b/f.txt"):
+        core.DatabricksUnityCatalogDownloader().download(f"{prefix}/b/f.txt",
+                                                         str(tmp_path / "f.txt"))
+    assert not (tmp_path / "f.txt").exists()
 
 
 def test_direct_download_local(tmp_path: pathlib.Path) -> None:

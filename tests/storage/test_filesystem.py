@@ -15,10 +15,12 @@ from streaming.storage.filesystem import (
     SCHEMES,
     clear_filesystem_cache,
     is_local,
+    is_unity_catalog,
     join_url,
     resolve,
     split_scheme,
 )
+from streaming.storage.upload import _provider
 
 
 @pytest.fixture(autouse=True)
@@ -232,3 +234,14 @@ def test_forked_child_gets_its_own_filesystem(
     assert value == [True]
     assert (tmp_path / "child").read_bytes() == b"forked bytes"
     assert resolve(f"{s3_bucket}/k")[0] is parent_fs  # the parent's cache is untouched
+
+
+@pytest.mark.parametrize(("url", "volume"), [
+    ("dbfs:/Volumes/cat/schema/vol/x", True), ("dbfs:/Volumes", True), ("DBFS:/Volumes/x", True),
+    ("dbfs:/Volumess/x", False), ("dbfs:/Content/Volumes/x", False), ("dbfs:/tmp", False),
+    ("s3://Volumes/x", False), ("/Volumes/x", False),
+])
+def test_unity_catalog_is_the_volumes_part_not_a_prefix(url: str, volume: bool) -> None:
+    assert is_unity_catalog(url) is volume
+    # Uploads and downloads dispatch on it alike.
+    assert (_provider(url) == "dbfs:/Volumes") is volume
