@@ -16,6 +16,7 @@ _RUNNER = runpy.run_path(str(_SUITE / "run.py"))
 compare = _RUNNER["compare"]
 expected_patterns = _RUNNER["expected_patterns"]
 failures = _RUNNER["failures"]
+adapt = _RUNNER["adapt"]
 unpack = _RUNNER["unpack"]
 
 
@@ -47,6 +48,42 @@ def test_unpack_takes_only_the_top_level_tests_and_lays_the_standins_over_them(t
         assert (tests / "common" / name).is_file()
     assert (work / "stubs" / "google" / "cloud" / "storage.py").is_file()
     assert "world_size" in (work / "pytest.ini").read_text()
+
+
+_MODULE = """\
+import pytest
+
+
+@pytest.mark.usefixtures('other')
+@pytest.fixture()
+def thing():
+    return 1
+
+
+@pytest.mark.skip(
+    'hangs in CI (see (their) tracker)')
+class TestRanks:
+    @pytest.mark.skip('flaky')
+    @pytest.mark.world_size(2)
+    def test_a(self):
+        pass
+
+    @pytest.mark.skipif(True, reason='kept')
+    def test_b(self):
+        pass
+"""
+
+
+def test_adapt_drops_marks_on_fixtures_and_with_unskip_the_skip_marks():
+    plain = adapt(_MODULE)
+    assert "@pytest.mark.usefixtures('other')" not in plain  # (pytest 8 refuses it)
+    assert plain.replace("@pytest.fixture()", "@pytest.mark.usefixtures('other')\n"
+                         "@pytest.fixture()", 1) == _MODULE
+    unskipped = adapt(_MODULE, unskip=True)
+    assert "mark.skip(" not in unskipped and "hangs in CI" not in unskipped
+    assert "@pytest.mark.skipif(True, reason='kept')" in unskipped
+    assert "    @pytest.mark.world_size(2)\n    def test_a(self):" in unskipped
+    compile(unskipped, "module.py", "exec")  # still valid Python
 
 
 def test_unpack_refuses_an_sdist_without_tests(tmp_path):

@@ -10,6 +10,7 @@ for each run.
 
     python oracles/reference_suite/run.py                # the whole suite, ~4 minutes
     python oracles/reference_suite/run.py -- tests/test_reader.py -x  # to pytest
+    python oracles/reference_suite/run.py --run-skipped -- tests/test_distributed.py
 
 It runs under the interpreter that runs it (the project's venv: ``streaming`` is this project,
 with its test extras, which include moto and boto3). Every test that fails must match a pattern
@@ -23,6 +24,7 @@ internals, which this project replaces, see ``docs/compatibility.md``) and
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import os
 import shutil
@@ -61,10 +63,25 @@ def fetch_sdist(cache: Path) -> Path:
     return path
 
 
-def adapt(source: str) -> str:
+def _without_skip_marks(source: str) -> str:
+    """``source`` without its ``@pytest.mark.skip(...)`` decorators (whole lines; ``skipif``
+    and the other marks stay)."""
+    drop: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        for decorator in getattr(node, "decorator_list", []):
+            if ast.unparse(getattr(decorator, "func", decorator)) == "pytest.mark.skip":
+                drop.update(range(decorator.lineno, decorator.end_lineno + 1))
+    lines = source.splitlines(keepends=True)
+    return "".join(line for number, line in enumerate(lines, 1) if number not in drop)
+
+
+def adapt(source: str, unskip: bool = False) -> str:
     """A test module's source as today's pytest accepts it: a ``@pytest.mark...`` line right
     above ``@pytest.fixture`` is dropped (pytest 8 refuses marks on fixtures, on which they
-    never did anything; ``test_mixing.py`` has one)."""
+    never did anything; ``test_mixing.py`` has one). With ``unskip``, the reference's
+    unconditional ``@pytest.mark.skip(...)`` marks are dropped too."""
+    if unskip:
+        source = _without_skip_marks(source)
     lines = source.splitlines(keepends=True)
     kept = [line for line, after in zip(lines, lines[1:] + [""])
             if not (line.lstrip().startswith("@pytest.mark.")
@@ -72,9 +89,9 @@ def adapt(source: str) -> str:
     return "".join(kept)
 
 
-def unpack(sdist: Path, work: Path) -> None:
-    """The sdist's ``tests/*.py`` into ``work/tests`` (:func:`adapt`), with the stand-ins over
-    them, and the stubbed packages into ``work/stubs``."""
+def unpack(sdist: Path, work: Path, unskip: bool = False) -> None:
+    """The sdist's ``tests/*.py`` into ``work/tests`` (:func:`adapt`, with ``unskip``), with the
+    stand-ins over them, and the stubbed packages into ``work/stubs``."""
     tests = work / "tests"
     tests.mkdir(parents=True)
     with tarfile.open(sdist) as archive:
@@ -84,7 +101,7 @@ def unpack(sdist: Path, work: Path) -> None:
                     parts[2].endswith(".py"):
                 source = archive.extractfile(member)
                 assert source is not None
-                (tests / parts[2]).write_text(adapt(source.read().decode("utf-8")))
+                (tests / parts[2]).write_text(adapt(source.read().decode("utf-8"), unskip))
     if not any(tests.glob("test_*.py")):
         raise RuntimeError(f"{sdist}: no tests/test_*.py in it")
     shutil.copytree(HERE / "standins" / "tests", tests, dirs_exist_ok=True)
@@ -137,13 +154,16 @@ def main() -> int:
                         help="where the downloaded sdist is kept (default: %(default)s)")
     parser.add_argument("--work", type=Path, help="work directory (default: a new temporary one, "
                         "removed after the run)")
+    parser.add_argument("--run-skipped", action="store_true",
+                        help="also run the tests the reference marks @pytest.mark.skip (its "
+                        "multi-rank DataLoader tests, which fail on the reference itself)")
     parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest")
     args = parser.parse_args()
 
     sdist = args.sdist or fetch_sdist(args.cache)
     work = args.work or Path(tempfile.mkdtemp(prefix="shardstream-reference-suite-"))
     try:
-        unpack(sdist, work)
+        unpack(sdist, work, args.run_skipped)
         report = work / "report.xml"
         env = {**os.environ, "PYTHONPATH": str(work / "stubs"),
                "PYSPARK_PYTHON": sys.executable}
