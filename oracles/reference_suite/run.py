@@ -8,7 +8,7 @@ level (``google.cloud.storage``). Nothing of the reference is kept in this repos
 is downloaded (``pip download``) into a cache and its tests are unpacked into a work directory
 for each run.
 
-    python oracles/reference_suite/run.py                # the whole suite, ~4 minutes
+    python oracles/reference_suite/run.py                # the whole suite, ~3 minutes
     python oracles/reference_suite/run.py -- tests/test_reader.py -x  # to pytest
     python oracles/reference_suite/run.py --run-skipped -- tests/test_distributed.py
 
@@ -16,9 +16,10 @@ It runs under the interpreter that runs it (the project's venv: ``streaming`` is
 with its test extras, which include moto and boto3). Every test that fails must match a pattern
 in ``expected.txt``, each with the reason it fails by design or in the harness; the run exits
 with status 1 if another fails, and names the patterns that matched nothing (fixed since, to be
-removed; but those marked flaky). Not run: ``test_barrier.py`` and ``test_shared.py`` (the reference's shared-memory
-internals, which this project replaces, see ``docs/compatibility.md``) and
-``test_streaming_remote.py`` (public datasets on remote object stores).
+removed; but those marked flaky). Not run: ``test_barrier.py`` and ``test_shared.py`` (the
+reference's shared-memory internals, which this project replaces, see
+``docs/compatibility.md``) and ``test_streaming_remote.py`` (public datasets on remote object
+stores).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Stand-in for the reference's unpublished ``tests/conftest.py``: its fixtures, as its tests use
 them (fake cloud credentials, S3/R2/GCS clients under moto's in-process ``mock_aws``,
-temporary local/remote directories) and the hook that runs ``DistributedTest`` classes in processes."""
+temporary local/remote directories) and the hook that runs ``DistributedTest`` classes in
+processes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Stand-in for the reference's ``tests/common/distributed.py``: a ``DistributedTest`` class's
 test methods run in ``world_size`` forked processes (``@pytest.mark.world_size(n)``, default 1),
-each a rank of a gloo process group on 127.0.0.1 (one node) (see the hook in ``tests/conftest.py``)."""
+each a rank of a gloo process group on 127.0.0.1, all on one node (see the hook in
+``tests/conftest.py``)."""
 
 from __future__ import annotations
 
