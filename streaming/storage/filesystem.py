@@ -29,6 +29,7 @@ __all__ = [
     "SCHEMES",
     "Scheme",
     "clear_filesystem_cache",
+    "gcs_hmac",
     "get_filesystem",
     "is_local",
     "is_unity_catalog",
@@ -211,8 +212,18 @@ def _s3_options(
     return "s3", options, _bucket_path(url)
 
 
+def gcs_hmac() -> bool:
+    """Whether GCS is reached with HMAC keys (``GCS_KEY`` and ``GCS_SECRET`` set) through its
+    S3-compatible API, as the reference does; else gcsfs with Application Default Credentials.
+
+    Returns:
+        bool: Whether both keys are set.
+    """
+    return "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ
+
+
 def _gcs_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
-    if "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ:
+    if gcs_hmac():
         # HMAC keys: the reference talks to GCS through its S3-compatible XML API.
         return _s3_options(
             url,

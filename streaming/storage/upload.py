@@ -21,7 +21,9 @@ from tempfile import mkdtemp
 from typing import Any, Union
 
 from streaming.storage.atomic import atomic_file
+from streaming.storage.download import GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.filesystem import (
+    gcs_hmac,
     is_local,
     is_unity_catalog,
     join_url,
@@ -370,9 +372,7 @@ class CloudUploader:
 
 def _head_bucket_error(missing: FileNotFoundError, cause: BaseException | None) -> OSError:
     """``missing``, made also the botocore ``ClientError`` HeadBucket would have raised (403
-    when the check was refused, else 404), if botocore is there (the S3 filesystem imports it)."""
-    if "botocore.exceptions" not in sys.modules:
-        return missing
+    when the check was refused, else 404); only for S3 filesystems, which load botocore."""
     from botocore.exceptions import ClientError
 
     code, message = ("403", "Forbidden") if isinstance(cause, PermissionError) else \
@@ -445,7 +445,7 @@ class GCSUploader(_BucketUploader):
 
     def __init__(self, out: Out, keep_local: bool = False, progress_bar: bool = False,
                  retry: int = 2, exist_ok: bool = False) -> None:
-        if "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ:
+        if gcs_hmac():
             self.authentication = GCSAuthentication.HMAC
         else:
             _require_default_credentials()
@@ -464,12 +464,7 @@ def _require_default_credentials() -> None:
     try:
         google.auth.default()
     except (DefaultCredentialsError, OSError) as e:
-        raise ValueError(
-            "Either set the environment variables `GCS_KEY` and `GCS_SECRET` or use any of the "
-            "methods in https://cloud.google.com/docs/authentication/external/set-up-adc to set "
-            "up Application Default Credentials. See also "
-            "https://docs.mosaicml.com/projects/mcli/en/latest/resources/secrets/gcp.html."
-        ) from e
+        raise ValueError(GCS_ERROR_NO_AUTHENTICATION) from e
 
 
 class OCIUploader(_BucketUploader):
