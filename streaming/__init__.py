@@ -27,7 +27,7 @@ _EXPORTS = {
 
 __all__ = [
     "StreamingDataset", "Stream", "StreamingDataLoader", "LocalDataset", "MDSWriter", "JSONWriter",
-    "CSVWriter", "TSVWriter", "XSVWriter", "__version__",
+    "CSVWriter", "TSVWriter", "XSVWriter", "multimodal", "vision", "text", "__version__",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +45,7 @@ _exported = lazy_getattr(__name__, _EXPORTS, globals())
 
 def __getattr__(name: str) -> Any:
     # The reference's subpackages (streaming.base, ...) are importable as attributes too.
-    if name in ("base", "format", "plan", "storage", "explore"):
+    if name in ("base", "format", "plan", "storage", "explore", "text", "vision", "multimodal"):
         return importlib.import_module(f"streaming.{name}")
     return _exported(name)
 
