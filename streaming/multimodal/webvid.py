@@ -5,7 +5,6 @@ ahead of them along the plan ("DT", as the reference's download thread does).
 
 from __future__ import annotations
 
-import logging
 import os
 from concurrent.futures import Future, wait
 from typing import Any, Iterator
@@ -19,8 +18,6 @@ from streaming.dataset_classes import standard_args
 from streaming.storage.download import CloudDownloader
 
 __all__ = ["StreamingInsideWebVid", "StreamingOutsideGIWebVid", "StreamingOutsideDTWebVid"]
-
-logger = logging.getLogger(__name__)
 
 
 class StreamingInsideWebVid(StreamingDataset):
