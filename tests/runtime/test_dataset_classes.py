@@ -42,18 +42,20 @@ def _import_class(module: str, name: str) -> type:
 @pytest.fixture
 def fresh_import(monkeypatch):
     """``streaming.text/vision/multimodal`` imported anew within the test (against whatever
-    the test puts in ``sys.modules``), and forgotten after it."""
+    the test puts in ``sys.modules``), and the earlier ones back after it."""
     import streaming
 
-    for name in _ours():
-        monkeypatch.delitem(sys.modules, name)
-    for package in _PACKAGES:
-        monkeypatch.delattr(streaming, package, raising=False)
+    # Not through monkeypatch.delattr: its hasattr would import them through streaming's lazy
+    # __getattr__, before the test has set anything up.
+    attributes = {p: streaming.__dict__.pop(p) for p in _PACKAGES if p in streaming.__dict__}
+    modules = {name: sys.modules.pop(name) for name in _ours()}
     yield monkeypatch
     for name in _ours():
         del sys.modules[name]
     for package in _PACKAGES:
         streaming.__dict__.pop(package, None)
+    sys.modules.update(modules)
+    streaming.__dict__.update(attributes)
 
 
 @pytest.fixture
@@ -114,6 +116,29 @@ def test_vision_without_torchvision(fresh_import, tmp_path):
     # COCO never needed it.
     cases.write_dataset(MDSWriter, "coco", str(tmp_path / "coco"))
     assert StreamingCOCO(local=str(tmp_path / "coco"))[0][1] == 1000
+
+
+class _BrokenTorchvision:
+    """A ``torchvision`` built for another torch: importing it fails, as it does here."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torchvision":
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return None
+
+
+def test_vision_imports_beside_a_broken_torchvision(fresh_import, tmp_path):
+    for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+        fresh_import.delitem(sys.modules, name)
+    fresh_import.setattr(sys, "meta_path", [_BrokenTorchvision()] + sys.meta_path)
+    from streaming.vision import StreamingADE20K, StreamingImageNet
+
+    cases.write_dataset(MDSWriter, "ade20k", str(tmp_path / "ade"))
+    assert StreamingADE20K(local=str(tmp_path / "ade"))[0][0].size == \
+        cases.make_samples("ade20k")[0]["x"].size
+    cases.write_dataset(MDSWriter, "image_class", str(tmp_path / "imagenet"))
+    with pytest.raises(RuntimeError, match="torchvision::nms"):
+        StreamingImageNet(local=str(tmp_path / "imagenet"), batch_size=4)
 
 
 def test_vision_dataset_is_a_torchvision_vision_dataset(standins, tmp_path):
