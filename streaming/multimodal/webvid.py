@@ -108,7 +108,8 @@ class StreamingOutsideDTWebVid(_OutsideWebVid):
 
     As :class:`StreamingOutsideGIWebVid` (same arguments, same samples), but while iterating,
     the videos of the next ``predownload`` samples are downloaded in the prefetching threads
-    (as far as those samples' shards are resident), as the reference's download thread does.
+    (as far as those samples' shards are resident), as the reference's download thread does;
+    the reach ahead grows to ``predownload`` over the epoch's first samples.
     """
 
     def _iter_overridden(self, sample_ids: NDArray[np.int64]) -> Iterator[Any]:
@@ -123,9 +124,12 @@ class StreamingOutsideDTWebVid(_OutsideWebVid):
             with self._prefetching(sample_ids) as ahead:
                 for position, sample_id in enumerate(ids):
                     ahead(position)
-                    # A row is read ahead only from a resident shard: waiting for one here
-                    # would hold back the sample due now.
-                    while looked < min(len(ids), position + window):
+                    # The reach grows from this sample alone to the window, a few rows a
+                    # sample, so the first sample does not wait for a window of rows to be
+                    # read; and a row is read ahead only from a resident shard: waiting for
+                    # one here would hold back the sample due now.
+                    reach = position + 1 + min(window - 1, 2 * position)
+                    while looked < min(len(ids), reach):
                         if looked > position and self.spanner[ids[looked]][0] not in self._ready:
                             break
                         obj = StreamingDataset.get_item(self, ids[looked])

@@ -196,14 +196,14 @@ def test_webvid_dt_downloads_videos_ahead_once_each(tmp_path):
     dataset = _webvid(StreamingOutsideDTWebVid, tmp_path, predownload=6)
     calls = dataset._extra_downloader.calls
     epoch = iter(dataset)
-    first = next(epoch)
+    first = [next(epoch) for _ in range(4)]
     deadline = time.monotonic() + 10
-    while len(calls) < 6 and time.monotonic() < deadline:
+    while len(calls) < 9 and time.monotonic() < deadline:
         time.sleep(0.01)
-    # The next predownload samples' videos were fetched while only the first was consumed.
-    assert len(calls) == 6
-    rest = list(epoch)
-    samples = [first] + rest
+    # With 4 samples consumed, the videos of the predownload (6) samples from the 4th on were
+    # fetched too (9 in all): the reach grows from the first sample alone to the window.
+    assert len(calls) == 9
+    samples = first + list(epoch)
     assert len(samples) == cases.NUM_SAMPLES
     for sample in samples:
         index = int(sample["caption"].split()[1])
