@@ -7,6 +7,7 @@ working for code that used it directly.
 
 from __future__ import annotations
 
+import atexit
 from multiprocessing import resource_tracker
 from multiprocessing.shared_memory import SharedMemory as _BuiltinSharedMemory
 
@@ -31,14 +32,14 @@ class SharedMemory:
 
     Args:
         name (str, optional): Block name; a random one is chosen if ``None``.
-        create (bool, optional): Create (``True``), attach (``False``), or attach-else-create
-            (``None``). Defaults to ``True``.
+        create (bool, optional): Create (``True``), attach (``False``), or create-else-attach
+            (``None``). Defaults to ``None``.
         size (int): Size in bytes (when creating). Defaults to ``0``.
-        auto_cleanup (bool): Unlink the block when this object is cleaned up, if we created it.
-            Defaults to ``True``.
+        auto_cleanup (bool): Clean up (close, and unlink the block if we created it) when the
+            interpreter exits. Defaults to ``True``.
     """
 
-    def __init__(self, name: str | None = None, create: bool | None = True, size: int = 0,
+    def __init__(self, name: str | None = None, create: bool | None = None, size: int = 0,
                  auto_cleanup: bool = True) -> None:
         self.created_shms: list[_BuiltinSharedMemory] = []
         self.opened_shms: list[_BuiltinSharedMemory] = []
@@ -56,6 +57,10 @@ class SharedMemory:
         else:
             self.shm = _BuiltinSharedMemory(name, False, size)
             self.opened_shms.append(self.shm)
+        if auto_cleanup:
+            # At exit, as in the reference: the registration keeps this object (and so the
+            # mapping behind ``buf``) alive until then, even when the caller kept only ``buf``.
+            atexit.register(self.cleanup)
 
     @property
     def buf(self) -> memoryview:
@@ -84,7 +89,3 @@ class SharedMemory:
                     pass
         self.opened_shms = []
         self.created_shms = []
-
-    def __del__(self) -> None:
-        if self.auto_cleanup:
-            self.cleanup()

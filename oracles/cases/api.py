@@ -38,6 +38,7 @@ _SIGNATURES = [
     "streaming.base.converters.dataframe_to_mds",
     "streaming.base.storage.download.download_file",
     "streaming.base.storage.upload.CloudUploader.get",
+    "streaming.base.shared.SharedMemory.__init__",
     "streaming.text.StreamingC4.__init__",
     "streaming.text.StreamingEnWiki.__init__",
     "streaming.text.StreamingPile.__init__",
