@@ -9,10 +9,11 @@ defaults decide the sample order, so they are kept exactly.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-__all__ = ["STANDARD_ARGS", "standard_args", "optional_import"]
+from streaming.optional import import_optional
+
+__all__ = ["STANDARD_ARGS", "standard_args", "require_package"]
 
 # The StreamingDataset keywords those classes accept and pass on unchanged.
 STANDARD_ARGS = (
@@ -34,7 +35,7 @@ def standard_args(values: dict[str, Any]) -> dict[str, Any]:
     return {name: values[name] for name in STANDARD_ARGS}
 
 
-def optional_import(module: str, needed_by: str) -> Any:
+def require_package(module: str, needed_by: str) -> Any:
     """Import a package this project does not depend on, which one dataset class needs.
 
     Args:
@@ -47,9 +48,6 @@ def optional_import(module: str, needed_by: str) -> Any:
     Raises:
         ImportError: The package is not installed; the message says which one to install.
     """
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        package = module.split(".")[0]
-        raise ImportError(f"{needed_by} needs {package}, which is not installed: "
-                          f"pip install {package}") from e
+    package = module.split(".")[0]
+    return import_optional(module, f"{needed_by} needs {package}, which is not installed: "
+                                   f"pip install {package}")

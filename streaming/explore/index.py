@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from streaming.optional import import_optional
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import pyarrow
@@ -472,13 +474,8 @@ def require_pandas(what: str) -> None:
     Raises:
         ImportError: pandas is not installed.
     """
-    try:
-        import pandas  # noqa: F401
-    except ImportError as e:
-        raise ImportError(
-            f"{what} needs pandas, which is not installed; `pip install pandas`, or use "
-            f"to_arrow() which needs only pyarrow"
-        ) from e
+    import_optional("pandas", f"{what} needs pandas, which is not installed; `pip install "
+                              f"pandas`, or use to_arrow() which needs only pyarrow")
 
 
 def open_index(url: str | os.PathLike, split: str | None = None) -> IndexView:

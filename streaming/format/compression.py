@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import importlib
 import io
 from typing import Any, Iterator
+
+from streaming.optional import import_optional
 
 __all__ = [
     "Compression",
@@ -34,13 +35,8 @@ __all__ = [
 
 
 def _import(module: str, extra: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise ImportError(
-            f"{module!r} is needed for this compression; install it with "
-            f"`pip install 'shardstream[{extra}]'`"
-        ) from err
+    return import_optional(module, f"{module!r} is needed for this compression; install it with "
+                                   f"`pip install 'shardstream[{extra}]'`")
 
 
 class Compression:

@@ -13,7 +13,6 @@ a child process builds its own instances on first use instead of touching its pa
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import posixpath
@@ -21,6 +20,8 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+from streaming.optional import import_optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from fsspec import AbstractFileSystem
@@ -340,15 +341,9 @@ _cache_lock = threading.Lock()
 
 
 def _require(module: str | None, extra: str | None, url: str) -> None:
-    if module is None:
-        return
-    try:
-        importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(
-            f"{url}: reading or writing this URL needs the `{module}` package; install it with "
-            f"`pip install 'shardstream[{extra}]'`"
-        ) from e
+    if module is not None:
+        import_optional(module, f"{url}: reading or writing this URL needs the `{module}` "
+                                f"package; install it with `pip install 'shardstream[{extra}]'`")
 
 
 def resolve(url: str) -> tuple[AbstractFileSystem, str]:

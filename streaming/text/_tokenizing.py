@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.dataset import StreamingDataset
-from streaming.dataset_classes import optional_import, standard_args
+from streaming.dataset_classes import require_package, standard_args
 
 
 def auto_tokenizer(needed_by: str) -> Any:
     """``transformers.AutoTokenizer``, or an ImportError saying what to install."""
-    return optional_import("transformers", needed_by).AutoTokenizer
+    return require_package("transformers", needed_by).AutoTokenizer
 
 
 class TokenizingDataset(StreamingDataset):

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from streaming.dataset import StreamingDataset
-from streaming.dataset_classes import optional_import, standard_args
+from streaming.dataset_classes import require_package, standard_args
 
 __all__ = ["StandardTransform", "StreamingVisionDataset"]
 
@@ -20,8 +21,10 @@ else:
     _BASES = (StreamingDataset, VisionDataset)
 
 
-def _to_tensor(image: Any) -> Any:
-    return optional_import("torchvision.transforms.functional", "StandardTransform").to_tensor(image)
+@functools.cache
+def _to_tensor() -> Callable[[Any], Any]:
+    """torchvision's ``to_tensor``, looked up once (not per sample)."""
+    return require_package("torchvision.transforms.functional", "StandardTransform").to_tensor
 
 
 class StandardTransform:
@@ -51,7 +54,7 @@ class StandardTransform:
         Returns:
             Tuple[Any, Any]: Transformed input and output.
         """
-        x = self.transform(x) if self.transform else _to_tensor(x)
+        x = self.transform(x) if self.transform else _to_tensor()(x)
         if self.target_transform:
             y = self.target_transform(y)
         return x, y
@@ -101,7 +104,7 @@ class StreamingVisionDataset(*_BASES):  # type: ignore[misc]
                  transform: Callable | None = None,
                  target_transform: Callable | None = None) -> None:
         if transforms is None and transform is None:  # fail before any storage is touched
-            optional_import("torchvision.transforms.functional", type(self).__name__)
+            require_package("torchvision.transforms.functional", type(self).__name__)
         StreamingDataset.__init__(self, **standard_args(locals()))
         if transforms is not None and (transform is not None or target_transform is not None):
             raise ValueError(
