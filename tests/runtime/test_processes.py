@@ -42,10 +42,12 @@ def _run(name, *args, **popen):
 
 
 @pytest.mark.slow
-def test_spawn_workers_match_reference(data_root, tmp_path):
-    """DataLoader workers started with spawn (the dataset pickles) give the reference's order."""
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawn_workers_match_reference(data_root, tmp_path, method):
+    """DataLoader workers started with spawn or forkserver (Python 3.14's default on Linux; the
+    dataset pickles either way) give the reference's order."""
     _, case = _case("loader_w2")
-    got = run_rank(case["spec"], data_root, str(tmp_path), multiprocessing_context="spawn")
+    got = run_rank(case["spec"], data_root, str(tmp_path), multiprocessing_context=method)
     assert got == case["ranks"][0]
 
 
