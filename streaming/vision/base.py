@@ -59,6 +59,16 @@ class StandardTransform:
             y = self.target_transform(y)
         return x, y
 
+    def __repr__(self) -> str:
+        # (torchvision's layout, which VisionDataset's repr indents under the dataset's)
+        lines = [type(self).__name__]
+        for label, func in (("Transform", self.transform),
+                            ("Target transform", self.target_transform)):
+            if func is not None:
+                head, *rest = repr(func).splitlines()
+                lines += [f"{label}: {head}", *(" " * (len(label) + 2) + r for r in rest)]
+        return "\n".join(lines)
+
 
 class StreamingVisionDataset(*_BASES):  # type: ignore[misc]
     """A streaming torchvision ``VisionDataset``: samples ``x`` and ``y``, transformed.

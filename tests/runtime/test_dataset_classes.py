@@ -153,6 +153,26 @@ def test_vision_dataset_is_a_torchvision_vision_dataset(standins, tmp_path):
     assert repr(dataset) == "Dataset StreamingImageNet (root None)"
 
 
+def test_standard_transform_repr_lists_its_transforms():
+    """Laid out as torchvision's (VisionDataset's repr indents it under the dataset's)."""
+    from streaming.vision.base import StandardTransform
+
+    class Pipeline:
+        def __repr__(self) -> str:
+            return "Pipeline(\n    Crop(6)\n)"
+
+    class Label:
+        def __repr__(self) -> str:
+            return "Label()"
+
+    assert repr(StandardTransform()) == "StandardTransform"
+    assert repr(StandardTransform(Pipeline(), Label())).splitlines() == [
+        "StandardTransform", "Transform: Pipeline(", "               Crop(6)",
+        "           )", "Target transform: Label()"]
+    assert repr(StandardTransform(target_transform=Label())).splitlines() == [
+        "StandardTransform", "Target transform: Label()"]
+
+
 def test_top_level_attributes_load_lazily():
     code = ("import sys, streaming; "
             "assert not any(m.startswith(('streaming.text', 'streaming.vision', "
