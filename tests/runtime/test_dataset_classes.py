@@ -100,7 +100,10 @@ def test_missing_transformers_is_named_before_storage_is_touched(fresh_import, t
 
 @pytest.mark.filterwarnings("ignore:Trying to partition")
 def test_vision_without_torchvision(fresh_import, tmp_path):
-    fresh_import.setitem(sys.modules, "torchvision", None)
+    # Every torchvision module hidden: a real one imported earlier leaves its submodules in
+    # sys.modules, where importlib finds them without looking at the parent.
+    for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"] + ["torchvision"]:
+        fresh_import.setitem(sys.modules, name, None)
     from streaming.vision import StreamingCIFAR10, StreamingCOCO
 
     cases.write_dataset(MDSWriter, "image_class", str(tmp_path / "cifar"))
