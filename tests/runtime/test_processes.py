@@ -51,6 +51,35 @@ def test_spawn_workers_match_reference(data_root, tmp_path, method):
     assert got == case["ranks"][0]
 
 
+def test_dataset_iterated_in_main_then_by_forked_workers(tmp_path):
+    """An epoch read in the main process (downloads, decompression, their file locks), then the
+    next through forked DataLoader workers: the workers read epoch 1, exactly as workers that
+    read both epochs. (The reference fails here beside filelock 4.3: a lock its main process
+    used is used again in a forked child.)"""
+    from streaming import StreamingDataLoader, StreamingDataset
+
+    remote = str(tmp_path / "remote")
+    write_dataset(remote, {**PARAMS_A, "compression": "zstd"})
+    ids = list(range(PARAMS_A["num_samples"]))
+
+    def dataset(local):
+        return StreamingDataset(remote=remote, local=str(tmp_path / local), batch_size=4,
+                                shuffle=True, shuffle_seed=9)
+
+    def epoch(loader):
+        return [int(i) for batch in loader for i in batch["id"]]
+
+    mixed = dataset("a")
+    assert sorted(int(s["id"]) for s in mixed) == ids
+    after = epoch(StreamingDataLoader(mixed, batch_size=4, num_workers=2,
+                                      multiprocessing_context="fork"))
+    loader = StreamingDataLoader(dataset("b"), batch_size=4, num_workers=2,
+                                 multiprocessing_context="fork")
+    first = epoch(loader)
+    assert after == epoch(loader) != first
+    assert sorted(after) == ids
+
+
 def test_torch_distributed_gloo_two_ranks(data_root, tmp_path):
     """Two gloo ranks on 127.0.0.1: each sees the reference's order, and they are disjoint."""
     _, case = _case("ranks2_node1")
