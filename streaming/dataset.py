@@ -256,6 +256,8 @@ class StreamingDataset(Array, IterableDataset):
                           "This may result in slower batch time. Recommendation is to set "
                           "predownload to at-least batch_size.", stacklevel=3)
         elif self.predownload is None:
+            logger.info("Because `predownload` was not specified, it will default to "
+                        "8*batch_size if batch_size is not None, otherwise 64.")
             self.predownload = 8 * self.batch_size if self.batch_size is not None else 64
 
     def _load_shards(self) -> None:
@@ -413,6 +415,11 @@ class StreamingDataset(Array, IterableDataset):
         sample_in_epoch = 0
         if obj is None or obj["epoch"] < epoch:
             if not self.num_canonical_nodes:
+                if self.shuffle_algo not in ("py1s", "py2s") and not world.worker_of_rank:
+                    # (the reference's messages and levels: a stale checkpoint warns)
+                    log = logger.info if obj is None else logger.warning
+                    log(f"Because `num_canonical_nodes` was not specified, and `shuffle_algo` "
+                        f"is {self.shuffle_algo}, it will default to be equal to physical nodes.")
                 self.num_canonical_nodes = default_num_canonical_nodes(self.shuffle_algo,
                                                                        world.num_nodes)
         else:
@@ -421,6 +428,10 @@ class StreamingDataset(Array, IterableDataset):
             self.initial_physical_nodes = obj.get("initial_physical_nodes", None)
             epoch, sample_in_epoch = obj["epoch"], obj["sample_in_epoch"]
         if self.shuffle_block_size is None:
+            if not world.worker_of_rank:
+                logger.info("Because `shuffle_block_size` was not specified, it will default to "
+                            "max(4_000_000 // num_canonical_nodes, 1 << 18) if "
+                            "num_canonical_nodes is not None, otherwise 262144.")
             self.shuffle_block_size = default_shuffle_block_size(self.num_canonical_nodes)
         return epoch, sample_in_epoch
 
