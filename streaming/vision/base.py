@@ -65,7 +65,7 @@ class StandardTransform:
         for label, func in (("Transform", self.transform),
                             ("Target transform", self.target_transform)):
             if func is not None:
-                head, *rest = repr(func).splitlines()
+                head, *rest = repr(func).splitlines() or [""]
                 lines += [f"{label}: {head}", *(" " * (len(label) + 2) + r for r in rest)]
         return "\n".join(lines)
 

@@ -175,6 +175,12 @@ def test_standard_transform_repr_lists_its_transforms():
     assert repr(StandardTransform(target_transform=Label())).splitlines() == [
         "StandardTransform", "Target transform: Label()"]
 
+    class Blank:
+        def __repr__(self) -> str:
+            return ""
+
+    assert repr(StandardTransform(Blank())) == "StandardTransform\nTransform: "
+
 
 def test_top_level_attributes_load_lazily():
     code = ("import sys, streaming; "
