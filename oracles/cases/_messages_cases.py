@@ -39,12 +39,11 @@ CASES: dict[str, tuple[list[str], dict[str, Any], dict[str, Any] | None]] = {
 
 class _Records(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
+        super().__init__(logging.INFO)
         self.records: list[list[str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.INFO:
-            self.records.append([record.levelname, record.getMessage()])
+        self.records.append([record.levelname, record.getMessage()])
 
 
 def write_datasets(writer_cls: type, root: str) -> None:
