@@ -17,6 +17,11 @@ from typing import Any
 
 NUM_SAMPLES = 120
 
+def _checkpoint(sample_in_epoch: int) -> dict[str, Any]:
+    return {"epoch": 0, "sample_in_epoch": sample_in_epoch, "num_canonical_nodes": 1,
+            "shuffle_seed": 9186, "initial_physical_nodes": 1}
+
+
 # name -> (stream datasets, StreamingDataset keywords, checkpoint to load first or None)
 CASES: dict[str, tuple[list[str], dict[str, Any], dict[str, Any] | None]] = {
     "defaults_batch": (["a"], {"batch_size": 4}, None),
@@ -34,6 +39,21 @@ CASES: dict[str, tuple[list[str], dict[str, Any], dict[str, Any] | None]] = {
     "resume_mid_epoch": (["a"], {"batch_size": 4, "shuffle": True}, {
         "epoch": 0, "sample_in_epoch": 40, "num_canonical_nodes": 1, "shuffle_seed": 9186,
         "initial_physical_nodes": 1}),
+    "stratified": (["a", "b"], {"batch_size": 7, "batching_method": "stratified"}, None),
+    "device_per_stream": (["a", "b"], {"batch_size": 7,
+                                       "batching_method": "device_per_stream"}, None),
+    "per_stream_resume": (["a", "b"], {"batch_size": 7, "batching_method": "per_stream"},
+                          _checkpoint(30)),
+    "stratified_resume": (["a", "b"], {"batch_size": 7, "batching_method": "stratified"},
+                          _checkpoint(30)),
+    "device_per_stream_resume": (["a", "b"], {"batch_size": 7,
+                                              "batching_method": "device_per_stream"},
+                                 _checkpoint(30)),
+    "more_nodes_than_samples": (["a"], {"batch_size": 4, "shuffle": True,
+                                        "num_canonical_nodes": 200}, None),
+    "replication_resume": (["a"], {"batch_size": 4, "replication": 1}, _checkpoint(8)),
+    "epoch_size_small": (["a", "b"], {"batch_size": 4, "epoch_size": 30, "shuffle": True,
+                                      "sampling_method": "fixed"}, None),
 }
 
 

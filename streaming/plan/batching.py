@@ -300,7 +300,8 @@ def generate_work_stratified_batching(
         warnings.warn(
             f"Because of the `stratified` batching method, resumption may only occur on a sample "
             f"that is a multiple of the current global batch size of {global_batch_size}. "
-            f"Resuming training after the most recently finished global batch.",
+            f"Resuming training after the most recently finished global batch. Set "
+            f"{global_batch_size} to the original value for deterministic resumption.",
             stacklevel=2,
         )
     batches = batches[sample_in_epoch // global_batch_size :]

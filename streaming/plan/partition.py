@@ -56,6 +56,15 @@ def _check_world(
         raise ValueError(f"num_samples must be a positive integer, got {num_samples}")
 
 
+def _note_repeats(repeated: int) -> None:
+    # The reference's count: a whole world's worth when the epoch divides evenly.
+    logger.debug(
+        f"Using {repeated} repeated samples to ensure that the epoch size is divisible by the "
+        f"number of total devices. This ensures that each device contributes the same number of "
+        f"samples per global batch. "
+    )
+
+
 def _canonical_rows(num_samples: int, ncn: int, pn: int) -> NDArray[np.int64]:
     """Sample ids per canonical node: ``(ncn, padded samples per canonical node)``."""
     per_cn = (num_samples + ncn - 1) // ncn
@@ -304,6 +313,7 @@ def worker_partition(
         or (pn > ncn and pn % ncn == 0)
     )
     world_size = rpn * pn
+    noted = False
     if world_size >= 1 and (
         algo in algos
         and min(ncn, pn, rpn, wpr, bs) >= 1
@@ -316,6 +326,8 @@ def worker_partition(
                 f"worker (node {node}, rank {rank_of_node}, worker {worker_of_rank}) is outside "
                 f"the world of {pn} nodes x {rpn} ranks x {wpr} workers"
             )
+        _note_repeats(world_size - int(num_samples) % world_size)
+        noted = True
         if not resize:
             if int(drop_first) % pn:
                 logger.warning(
@@ -350,9 +362,8 @@ def worker_partition(
             )
     if fast is not None:
         return fast
-    parts = get_partitions(
-        algo, num_samples, ncn, pn, rpn, wpr, batch_size, drop_first, initial_physical_nodes
-    )
+    parts = _partitions(algo, num_samples, ncn, pn, rpn, wpr, batch_size, drop_first,
+                        initial_physical_nodes, note=not noted)
     return parts[node, rank_of_node, worker_of_rank].reshape(-1).copy()
 
 
@@ -441,6 +452,23 @@ def get_partitions(
         ValueError: If ``algo`` is unknown, the world does not fit, or ``drop_first`` is beyond
             the epoch.
     """
+    return _partitions(algo, num_samples, num_canonical_nodes, num_physical_nodes,
+                       ranks_per_node, workers_per_rank, batch_size, drop_first,
+                       initial_physical_nodes, note=True)
+
+
+def _partitions(
+    algo: str,
+    num_samples: int,
+    num_canonical_nodes: int,
+    num_physical_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    batch_size: int | None,
+    drop_first: int,
+    initial_physical_nodes: int | None,
+    note: bool,
+) -> NDArray[np.int64]:
     get = get_algorithm("partition_algo", algos, algo)
     world_size = int(ranks_per_node) * int(num_physical_nodes)
     if world_size < 1:
@@ -450,6 +478,8 @@ def get_partitions(
         raise ValueError(
             f"Resuming further into the dataset ({drop_first}) than it has samples ({num_samples})"
         )
+    if note:
+        _note_repeats(repeated)
     return get(
         num_samples,
         num_canonical_nodes,

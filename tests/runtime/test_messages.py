@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
+import os
 import pathlib
 import re
 
@@ -28,8 +30,8 @@ def data_root(tmp_path_factory):
 
 
 def _spaces(pairs):
-    # Some of the reference's messages carry its source's indentation (a backslash inside a
-    # string literal); the words and their order are what must match.
+    # Some of the reference's messages (warnings and logged warnings alike) carry its source's
+    # indentation (a backslash inside a string literal); the words and their order must match.
     return [[kind, re.sub(r"\s+", " ", text)] for kind, text in pairs]
 
 
@@ -39,7 +41,7 @@ def test_messages_match_reference(name, data_root, tmp_path):
     want = FIXTURE[name]
     assert got.get("samples") == want.get("samples")
     assert got.get("error") == want.get("error")
-    assert got["logs"] == want["logs"]
+    assert _spaces(got["logs"]) == _spaces(want["logs"])
     assert _spaces(got["warnings"]) == _spaces(want["warnings"])
 
 
@@ -51,3 +53,26 @@ def test_fixture_covers_every_message_kind():
     assert any("`shuffle_block_size` was not specified" in t for t in logs)
     assert any(level == "WARNING" for case in FIXTURE.values() for level, _ in case["logs"])
     assert sum(bool(case["warnings"]) for case in FIXTURE.values()) >= 2
+
+
+def _notes(caplog):
+    return [r.getMessage() for r in caplog.records if "repeated samples" in r.getMessage()]
+
+
+def test_partitioning_notes_repeated_samples_once(caplog, data_root, tmp_path):
+    """At DEBUG, as the reference: the count of repeated samples, a whole world's worth when the
+    epoch divides evenly; once per planned epoch, whichever partition path planned it."""
+    from streaming.base.partition import get_partitions
+
+    caplog.set_level(logging.DEBUG, logger="streaming")
+    get_partitions("orig", 10, 1, 1, 2, 1)
+    get_partitions("relaxed", 9, 2, 1, 2, 1)
+    assert _notes(caplog) == [
+        f"Using {n} repeated samples to ensure that the epoch size is divisible by the number of "
+        f"total devices. This ensures that each device contributes the same number of samples "
+        f"per global batch. " for n in (2, 1)]
+    caplog.clear()
+    dataset = streaming.StreamingDataset(remote=os.path.join(data_root, "a"),
+                                         local=str(tmp_path), batch_size=4)
+    assert sum(1 for _ in dataset) == cases.NUM_SAMPLES
+    assert [n.split()[1] for n in _notes(caplog)] == ["1"]
