@@ -173,7 +173,9 @@ def test_workers_freeze_what_they_inherit(token_dataset) -> None:
     fast, slow = _pair(token_dataset, num_workers=2)
     fast.worker_init_fn = _init_checks_frozen
     _same_epochs(fast, slow, epochs=1)
-    assert gc.get_freeze_count() == 0  # the main process is left as it was
+    # The main process has nothing frozen after its epoch (on CPython 3.12, not even the
+    # interpreter's own objects it started with: the loader's unfreeze returned them too).
+    assert gc.get_freeze_count() == 0
 
 
 class _Failing(StreamingDataset):
