@@ -112,7 +112,14 @@ def test_compress_matches_reference(pinned_gzip_time) -> None:
     for algo, outputs in _CODECS["compressed"].items():
         for data, expected in zip(inputs, outputs):
             expected = base64.b64decode(expected)
-            assert compress(algo, data) == expected, algo
+            got = compress(algo, data)
+            if algo.startswith("gz") and got[8] != expected[8]:
+                # The header's XFL byte: CPython 3.13's gzip.compress (which the reference calls
+                # too) writes 4 for level 0 where 3.10-3.12 wrote 0 (the fixture's Python: 3.11).
+                level = int(algo.partition(":")[2] or 9)
+                assert got[8] == gzip.compress(b"", level, mtime=1)[8], algo
+                got = got[:8] + expected[8:9] + got[9:]
+            assert got == expected, algo
             assert decompress(algo, expected) == data, algo
 
 
