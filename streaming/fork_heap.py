@@ -9,9 +9,10 @@ processes is to ``gc.freeze()`` before the fork: collections then skip what is f
 the objects that exist when the workers are forked are frozen while an epoch with forked
 workers runs, and unfrozen when the last such epoch ends (cyclic garbage among them waits until
 then; garbage made during the epoch is collected as usual). A process whose own code froze
-objects is left alone: it manages its heap itself. What was frozen when this module was imported
-counts as no one's: CPython 3.12 starts with a few hundred of its own tuples frozen (3.11 and
-3.13 with none), which ``gc.unfreeze`` then returns to the collector with the rest.
+objects is left alone: it manages its heap itself. As many frozen objects as when this module
+was imported count as no one's: CPython 3.12 keeps its immortal objects (a few hundred tuples of
+its built-in types) in the frozen generation, where each full collection puts them back after an
+unfreeze; 3.11 and 3.13 have none there.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = ["HeapFreeze"]
 _lock = threading.Lock()
 _epochs = 0  # epochs with forked workers running that hold the freeze
 _frozen = False  # whether the objects frozen are ours to unfreeze
-_baseline = gc.get_freeze_count()  # the count at which no one else's freeze holds
+_baseline = gc.get_freeze_count()  # up to this count, no one else's freeze holds
 
 
 class HeapFreeze:
@@ -41,16 +42,14 @@ class HeapFreeze:
     """
 
     def __init__(self, num_workers: int, context: Any) -> None:
-        global _epochs, _frozen, _baseline
+        global _epochs, _frozen
         self.held = False
         if num_workers <= 0 or not gc.isenabled() or _start_method(context) != "fork":
             return
         with _lock:
             if _epochs == 0:
                 # Someone else's freeze (or objects left frozen): theirs to manage.
-                count = gc.get_freeze_count()
-                _baseline = min(_baseline, count)
-                _frozen = count == _baseline
+                _frozen = gc.get_freeze_count() <= _baseline
                 if _frozen:
                     gc.freeze()
             _epochs += 1
@@ -58,7 +57,7 @@ class HeapFreeze:
 
     def release(self) -> None:
         """End this epoch's hold (again: no effect); the last one unfreezes."""
-        global _epochs, _frozen, _baseline
+        global _epochs, _frozen
         if not self.held:
             return
         with _lock:
@@ -67,7 +66,6 @@ class HeapFreeze:
             if _epochs == 0 and _frozen:
                 gc.unfreeze()
                 _frozen = False
-                _baseline = gc.get_freeze_count()
 
 
 def _start_method(context: Any) -> str:

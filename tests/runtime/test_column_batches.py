@@ -291,21 +291,23 @@ def test_heap_frozen_only_while_forked_workers_run(request, context) -> None:
     nested.close()  # another loader's epoch ending early leaves this one's freeze alone
     assert (gc.get_freeze_count() > start) == (context is None)
     assert sum(len(batch["id"]) for batch in it) == 203 - 8
-    # Unfrozen: everything, the interpreter's own frozen objects with ours.
-    assert gc.get_freeze_count() == (0 if context is None else start)
+    # Ours unfrozen (on CPython 3.12 its immortal objects too, until a full collection).
+    assert gc.get_freeze_count() <= fork_heap._baseline
 
 
 def test_heap_frozen_again_after_an_unfreeze(request) -> None:
-    """Epoch after epoch, with the interpreter's own frozen objects (CPython 3.12) or without."""
+    """Epoch after epoch, full collections between them: CPython 3.12's collections put its
+    immortal objects back into the frozen generation, which is no one's freeze."""
     dataset = StreamingDataset(local=request.getfixturevalue("text_dataset"), batch_size=8)
     loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2,
                                  multiprocessing_context="fork")
-    for _ in range(2):
+    for _ in range(3):
+        gc.collect()
         it = iter(loader)
         next(it)
-        assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() > fork_heap._baseline + 1000
         assert sum(len(batch["id"]) for batch in it) == 203 - 8
-        assert gc.get_freeze_count() == 0
+        assert gc.get_freeze_count() <= fork_heap._baseline
 
 
 def test_a_users_own_freeze_is_left_alone(request) -> None:
@@ -325,7 +327,7 @@ def test_a_users_own_freeze_is_left_alone(request) -> None:
     finally:
         gc.unfreeze()
     freeze = fork_heap.HeapFreeze(0, None)  # no workers: nothing
-    assert not freeze.held and gc.get_freeze_count() == 0
+    assert not freeze.held and gc.get_freeze_count() <= fork_heap._baseline
     freeze.release()
 
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from test_dataloader_batches import _same, batches
 from torch.utils.data import default_collate, get_worker_info
 
-from streaming import StreamingDataLoader, StreamingDataset, batch_ring, worker_batches
+from streaming import StreamingDataLoader, StreamingDataset, batch_ring, fork_heap, worker_batches
 from streaming.batch_ring import SLOT_BYTES, Ring, ring_of
 from streaming.collate import collate_batch, collate_columns, split_columns
 from streaming.worker_batches import PIPE_BYTES, Chunk, ChunkedBatches, interleave
@@ -173,9 +173,9 @@ def test_workers_freeze_what_they_inherit(token_dataset) -> None:
     fast, slow = _pair(token_dataset, num_workers=2)
     fast.worker_init_fn = _init_checks_frozen
     _same_epochs(fast, slow, epochs=1)
-    # The main process has nothing frozen after its epoch (on CPython 3.12, not even the
-    # interpreter's own objects it started with: the loader's unfreeze returned them too).
-    assert gc.get_freeze_count() == 0
+    # The main process has nothing of its own frozen after its epoch (CPython 3.12's immortal
+    # objects may be back in the frozen generation).
+    assert gc.get_freeze_count() <= fork_heap._baseline
 
 
 class _Failing(StreamingDataset):
