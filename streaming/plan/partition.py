@@ -362,8 +362,13 @@ def worker_partition(
             )
     if fast is not None:
         return fast
-    parts = _partitions(algo, num_samples, ncn, pn, rpn, wpr, batch_size, drop_first,
-                        initial_physical_nodes, note=not noted)
+    if noted:  # a valid world whose resize the fast path declined (its note logged above)
+        get = get_algorithm("partition_algo", algos, algo)
+        parts = get(num_samples, ncn, pn, rpn, wpr, bs, drop_first, initial_physical_nodes)
+    else:
+        parts = get_partitions(
+            algo, num_samples, ncn, pn, rpn, wpr, batch_size, drop_first, initial_physical_nodes
+        )
     return parts[node, rank_of_node, worker_of_rank].reshape(-1).copy()
 
 
@@ -452,23 +457,6 @@ def get_partitions(
         ValueError: If ``algo`` is unknown, the world does not fit, or ``drop_first`` is beyond
             the epoch.
     """
-    return _partitions(algo, num_samples, num_canonical_nodes, num_physical_nodes,
-                       ranks_per_node, workers_per_rank, batch_size, drop_first,
-                       initial_physical_nodes, note=True)
-
-
-def _partitions(
-    algo: str,
-    num_samples: int,
-    num_canonical_nodes: int,
-    num_physical_nodes: int,
-    ranks_per_node: int,
-    workers_per_rank: int,
-    batch_size: int | None,
-    drop_first: int,
-    initial_physical_nodes: int | None,
-    note: bool,
-) -> NDArray[np.int64]:
     get = get_algorithm("partition_algo", algos, algo)
     world_size = int(ranks_per_node) * int(num_physical_nodes)
     if world_size < 1:
@@ -478,8 +466,7 @@ def _partitions(
         raise ValueError(
             f"Resuming further into the dataset ({drop_first}) than it has samples ({num_samples})"
         )
-    if note:
-        _note_repeats(repeated)
+    _note_repeats(repeated)
     return get(
         num_samples,
         num_canonical_nodes,
