@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 
@@ -128,6 +129,18 @@ def test_pickle_round_trip_and_epochs(remote, tmp_path):
     assert sorted(first) == sorted(second) == list(range(120)) and first != second
     ds.next_epoch = 0
     assert [int(s["id"]) for s in ds] == first
+
+
+def test_copies_while_an_iterator_is_live(remote, tmp_path):
+    # The reference raises "cannot pickle '_thread.RLock' object" here (its iteration's lock).
+    ds = StreamingDataset(remote=remote, local=str(tmp_path), batch_size=4, shuffle=True)
+    it = iter(ds)
+    head = [int(next(it)["id"]) for _ in range(10)]
+    for clone in (pickle.loads(pickle.dumps(ds)), copy.deepcopy(ds)):
+        assert int(clone[5]["id"]) == 5
+        assert sorted(int(s["id"]) for s in clone) == list(range(120))
+    rest = [int(s["id"]) for s in it]  # the original's epoch goes on where it was
+    assert sorted(head + rest) == list(range(120))
 
 
 def test_state_dict_resume_mid_epoch(remote, tmp_path):
