@@ -143,6 +143,19 @@ def test_copies_while_an_iterator_is_live(remote, tmp_path):
     assert sorted(head + rest) == list(range(120))
 
 
+def test_an_older_iterator_runs_to_its_end(remote, tmp_path):
+    # The reference ends an iterator when a newer one over the same dataset starts ("only one
+    # epoch is valid at a time"): there the rest below is empty and zip(ds, ds) yields one pair.
+    ds = StreamingDataset(remote=remote, local=str(tmp_path), batch_size=4, shuffle=True)
+    epochs = [[int(s["id"]) for s in ds] for _ in range(2)]
+    ds.next_epoch = 0
+    older = iter(ds)
+    head = [int(next(older)["id"]) for _ in range(3)]
+    assert [int(s["id"]) for s in ds] == epochs[1]  # the newer one: the next epoch
+    assert head + [int(s["id"]) for s in older] == epochs[0]
+    assert len(list(zip(ds, ds))) == 120
+
+
 def test_state_dict_resume_mid_epoch(remote, tmp_path):
     ds = StreamingDataset(remote=remote, local=str(tmp_path / "a"), batch_size=4, shuffle=True)
     order = [int(s["id"]) for s in ds]
