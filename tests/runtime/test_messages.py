@@ -72,6 +72,13 @@ def test_partitioning_notes_repeated_samples_once(caplog, data_root, tmp_path):
         f"total devices. This ensures that each device contributes the same number of samples "
         f"per global batch. " for n in (2, 1)]
     caplog.clear()
+    # An elastic resume whose re-deal the one-worker path declines (drop_first not divisible by
+    # the initial nodes): planned by the algorithm itself, noted once.
+    from streaming.plan.partition import worker_partition
+
+    worker_partition("relaxed", 100, 2, 3, 1, 1, 2, 1, 2, 0, 0, 0)
+    assert [n.split()[1] for n in _notes(caplog)] == ["2"]
+    caplog.clear()
     dataset = streaming.StreamingDataset(remote=os.path.join(data_root, "a"),
                                          local=str(tmp_path), batch_size=4)
     assert sum(1 for _ in dataset) == cases.NUM_SAMPLES
