@@ -602,8 +602,15 @@ class StreamingDataset(Array, IterableDataset):
 
         Args:
             shard_id (int): Shard to evict.
+
+        Raises:
+            IndexError: ``shard_id`` is not a shard's index (the reference's message).
         """
         self._check_pid()
+        if not -self.num_shards <= shard_id < self.num_shards:
+            raise IndexError(
+                f"index {shard_id} is out of bounds for axis 0 with size {self.num_shards}"
+            )
         self._cache.evict(shard_id)
         self._forget(shard_id)
 

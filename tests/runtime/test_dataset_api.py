@@ -91,6 +91,10 @@ def test_evict_and_reprepare(remote, tmp_path):
     ds.evict_coldest_shard()
     with pytest.raises(ValueError, match="no shards present"):
         ds.evict_coldest_shard()
+    for method in (ds.evict_shard, ds.prepare_shard):  # the reference's message, both
+        with pytest.raises(IndexError, match=f"^index 99 is out of bounds for axis 0 with size "
+                                             f"{ds.num_shards}$"):
+            method(99)
 
 
 def test_local_only_shards_are_never_evicted(tmp_path):
