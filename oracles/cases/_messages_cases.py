@@ -17,6 +17,7 @@ from typing import Any
 
 NUM_SAMPLES = 120
 
+
 def _checkpoint(sample_in_epoch: int) -> dict[str, Any]:
     return {"epoch": 0, "sample_in_epoch": sample_in_epoch, "num_canonical_nodes": 1,
             "shuffle_seed": 9186, "initial_physical_nodes": 1}
@@ -36,9 +37,7 @@ CASES: dict[str, tuple[list[str], dict[str, Any], dict[str, Any] | None]] = {
     "predownload_small": (["a"], {"batch_size": 8, "predownload": 2}, None),
     "no_batch_size": (["a"], {}, None),
     "per_stream": (["a", "b"], {"batch_size": 7, "batching_method": "per_stream"}, None),
-    "resume_mid_epoch": (["a"], {"batch_size": 4, "shuffle": True}, {
-        "epoch": 0, "sample_in_epoch": 40, "num_canonical_nodes": 1, "shuffle_seed": 9186,
-        "initial_physical_nodes": 1}),
+    "resume_mid_epoch": (["a"], {"batch_size": 4, "shuffle": True}, _checkpoint(40)),
     "stratified": (["a", "b"], {"batch_size": 7, "batching_method": "stratified"}, None),
     "device_per_stream": (["a", "b"], {"batch_size": 7,
                                        "batching_method": "device_per_stream"}, None),

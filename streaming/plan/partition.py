@@ -59,9 +59,10 @@ def _check_world(
 def _note_repeats(repeated: int) -> None:
     # The reference's count: a whole world's worth when the epoch divides evenly.
     logger.debug(
-        f"Using {repeated} repeated samples to ensure that the epoch size is divisible by the "
-        f"number of total devices. This ensures that each device contributes the same number of "
-        f"samples per global batch. "
+        "Using %d repeated samples to ensure that the epoch size is divisible by the number of "
+        "total devices. This ensures that each device contributes the same number of samples "
+        "per global batch. ",
+        repeated,
     )
 
 
@@ -313,21 +314,21 @@ def worker_partition(
         or (pn > ncn and pn % ncn == 0)
     )
     world_size = rpn * pn
-    noted = False
-    if world_size >= 1 and (
+    # A world get_partitions accepts: the fast paths may plan it (its note logged here).
+    valid = world_size >= 1 and (
         algo in algos
         and min(ncn, pn, rpn, wpr, bs) >= 1
         and int(num_samples) >= 1
         and int(drop_first) >= 0
         and int(num_samples) + world_size - int(num_samples) % world_size >= int(drop_first)
-    ):
+    )
+    if valid:
         if not (0 <= node < pn and 0 <= rank_of_node < rpn and 0 <= worker_of_rank < wpr):
             raise ValueError(
                 f"worker (node {node}, rank {rank_of_node}, worker {worker_of_rank}) is outside "
                 f"the world of {pn} nodes x {rpn} ranks x {wpr} workers"
             )
         _note_repeats(world_size - int(num_samples) % world_size)
-        noted = True
         if not resize:
             if int(drop_first) % pn:
                 logger.warning(
@@ -362,7 +363,7 @@ def worker_partition(
             )
     if fast is not None:
         return fast
-    if noted:  # a valid world whose resize the fast path declined (its note logged above)
+    if valid:  # a resize the fast path declined: the algorithm itself, no second note
         get = get_algorithm("partition_algo", algos, algo)
         parts = get(num_samples, ncn, pn, rpn, wpr, bs, drop_first, initial_physical_nodes)
     else:

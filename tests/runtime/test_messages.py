@@ -12,6 +12,8 @@ import re
 import pytest
 
 import streaming
+from streaming.base.partition import get_partitions
+from streaming.plan.partition import worker_partition
 
 _ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
@@ -62,8 +64,6 @@ def _notes(caplog):
 def test_partitioning_notes_repeated_samples_once(caplog, data_root, tmp_path):
     """At DEBUG, as the reference: the count of repeated samples, a whole world's worth when the
     epoch divides evenly; once per planned epoch, whichever partition path planned it."""
-    from streaming.base.partition import get_partitions
-
     caplog.set_level(logging.DEBUG, logger="streaming")
     get_partitions("orig", 10, 1, 1, 2, 1)
     get_partitions("relaxed", 9, 2, 1, 2, 1)
@@ -74,8 +74,6 @@ def test_partitioning_notes_repeated_samples_once(caplog, data_root, tmp_path):
     caplog.clear()
     # An elastic resume whose re-deal the one-worker path declines (drop_first not divisible by
     # the initial nodes): planned by the algorithm itself, noted once.
-    from streaming.plan.partition import worker_partition
-
     worker_partition("relaxed", 100, 2, 3, 1, 1, 2, 1, 2, 0, 0, 0)
     assert [n.split()[1] for n in _notes(caplog)] == ["2"]
     caplog.clear()
