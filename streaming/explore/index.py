@@ -227,26 +227,17 @@ def read_index_json(url: str) -> Any:
         FileNotFoundError: There is no index at ``url``.
         ValueError: The file is not valid JSON.
     """
-    from streaming.storage.filesystem import resolve
+    from streaming.storage.filesystem import one_request_options, resolve
 
     fs, path = resolve(url)
-    kwargs: dict[str, Any] = {}
-    if "s3" in _protocols(fs):
-        # s3fs otherwise HEADs the object first to plan concurrent range reads: one GET is enough.
-        kwargs["max_concurrency"] = 1
     try:
-        data = fs.cat_file(path, **kwargs)
+        data = fs.cat_file(path, **one_request_options(fs, "cat_file"))
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{url}: no index.json there (is the path or split right?)") from e
     try:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{url}: index.json is not valid JSON ({e})") from e
-
-
-def _protocols(fs: Any) -> tuple[str, ...]:
-    protocol = getattr(fs, "protocol", ())
-    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
 
 
 class IndexView:

@@ -29,6 +29,7 @@ from streaming.storage.atomic import atomic_file, start_writeback
 from streaming.storage.filesystem import (
     is_local,
     is_unity_catalog,
+    one_request_options,
     resolve,
     resolve_options,
     split_scheme,
@@ -269,10 +270,8 @@ class _Job:
         """One GET streamed straight into the temp file (cheapest per byte: no range, no
         buffering of the whole body), then checked against the advertised size."""
         os.ftruncate(fd, 0)
-        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         # s3fs would split a big object into its own parallel parts; we already chose not to.
-        kwargs = {"max_concurrency": 1} if "s3" in protocols else {}
-        await self.fs._get_file(self.path, tmp, **kwargs)
+        await self.fs._get_file(self.path, tmp, **one_request_options(self.fs, "_get_file"))
         got = os.fstat(fd).st_size
         if expected is not None and got != expected:
             raise IncompleteReadError(f"{self.url}: got {got} bytes, expected {expected}")

@@ -13,6 +13,8 @@ a child process builds its own instances on first use instead of touching its pa
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import posixpath
@@ -428,6 +430,39 @@ def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
                 fs.retries = 1  # one retry layer only: ours
             _cache[key] = fs
     return fs
+
+
+def one_request_options(fs: AbstractFileSystem, method: str) -> dict[str, Any]:
+    """Keyword arguments that make ``fs``'s ``method`` fetch a whole object in one request.
+
+    s3fs (and the S3-compatible stores it serves) splits a large object into concurrent ranged
+    GETs, after a HEAD to plan them, unless told ``max_concurrency=1``; callers that already
+    chose a single request say so. Older s3fs (2023.6, llm-foundry's pin) makes one request
+    anyway and rejects the argument, so it is passed only where the method accepts it.
+
+    Args:
+        fs (AbstractFileSystem): The filesystem.
+        method (str): The name of the fetching method (``"_get_file"``, ``"cat_file"``, ...).
+
+    Returns:
+        dict[str, Any]: ``{"max_concurrency": 1}`` or ``{}``.
+    """
+    protocol = getattr(fs, "protocol", ())
+    if "s3" not in ((protocol,) if isinstance(protocol, str) else tuple(protocol)):
+        return {}
+    return {"max_concurrency": 1} if _accepts(type(fs), method, "max_concurrency") else {}
+
+
+@functools.cache
+def _accepts(cls: type, method: str, argument: str) -> bool:
+    # fsspec's sync wrappers (cat_file for _cat_file) hide the signature: look at the coroutine.
+    function = getattr(cls, method)
+    if not inspect.iscoroutinefunction(function) and hasattr(cls, "_" + method):
+        function = getattr(cls, "_" + method)
+    try:
+        return argument in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def clear_filesystem_cache() -> None:

@@ -9,6 +9,7 @@ import sys
 
 import boto3
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 
 from streaming.storage import filesystem
 from streaming.storage.filesystem import (
@@ -17,6 +18,7 @@ from streaming.storage.filesystem import (
     is_local,
     is_unity_catalog,
     join_url,
+    one_request_options,
     resolve,
     split_scheme,
 )
@@ -55,7 +57,8 @@ def test_join_url() -> None:
 
 def test_local_paths(tmp_path: pathlib.Path) -> None:
     fs, path = resolve(str(tmp_path / "a"))
-    assert fs.protocol[0] == "file" and path == str(tmp_path / "a")
+    # fsspec 2023.6 (llm-foundry's pin) spells its protocol "file", later ones ("file", "local").
+    assert isinstance(fs, LocalFileSystem) and path == str(tmp_path / "a")
     fs2, path2 = resolve(f"file://{tmp_path}/a%20b")
     assert fs2 is fs and path2 == f"{tmp_path}/a b"
 
@@ -245,3 +248,58 @@ def test_unity_catalog_is_the_volumes_part_not_a_prefix(url: str, volume: bool) 
     assert is_unity_catalog(url) is volume
     # Uploads and downloads dispatch on it alike.
     assert (_provider(url) == "dbfs:/Volumes") is volume
+
+
+def _s3fs_signatures(max_concurrency: bool) -> type:
+    """An S3FileSystem whose fetch methods have s3fs 2026.2's signatures (``max_concurrency``)
+    or those of the s3fs releases before it (llm-foundry pins 2023.6), which reject it."""
+    from s3fs import S3FileSystem
+
+    if max_concurrency:
+        class S3(S3FileSystem):
+            async def _cat_file(self, path, version_id=None, start=None, end=None,
+                                max_concurrency=None):
+                return await S3FileSystem._cat_file(self, path, version_id, start, end)
+
+            async def _get_file(self, rpath, lpath, callback=None, version_id=None,
+                                chunksize=None, max_concurrency=None, **kwargs):
+                return await S3FileSystem._get_file(self, rpath, lpath, version_id=version_id)
+    else:
+        class S3(S3FileSystem):
+            async def _cat_file(self, path, version_id=None, start=None, end=None):
+                return await S3FileSystem._cat_file(self, path, version_id, start, end)
+
+            async def _get_file(self, rpath, lpath, callback=None, version_id=None, **kwargs):
+                return await S3FileSystem._get_file(self, rpath, lpath, version_id=version_id)
+    return S3
+
+
+def test_one_request_options_only_where_the_method_accepts_them(tmp_path: pathlib.Path) -> None:
+    new = _s3fs_signatures(True)(anon=True, skip_instance_cache=True)
+    old = _s3fs_signatures(False)(anon=True, skip_instance_cache=True)
+    for method in ("cat_file", "_cat_file", "_get_file"):
+        assert one_request_options(new, method) == {"max_concurrency": 1}
+        assert one_request_options(old, method) == {}  # **kwargs alone is not acceptance
+    assert one_request_options(resolve(str(tmp_path))[0], "cat_file") == {}
+
+
+def test_index_json_over_an_s3fs_without_max_concurrency(
+        s3_bucket: str, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from s3fs import S3FileSystem
+
+    from streaming.explore.index import read_index_json
+
+    boto3.client("s3", endpoint_url=s3_endpoint).put_object(
+        Bucket=s3_bucket[5:], Key="ds/index.json", Body=b'{"version": 2, "shards": []}')
+    original = S3FileSystem._cat_file
+
+    async def _cat_file(self, path, version_id=None, start=None, end=None):
+        return await original(self, path, version_id, start, end)
+
+    monkeypatch.setattr(S3FileSystem, "_cat_file", _cat_file)
+    filesystem._accepts.cache_clear()
+    try:
+        # s3fs before 2026.2 raised TypeError on an unexpected max_concurrency here.
+        assert read_index_json(f"{s3_bucket}/ds/index.json") == {"version": 2, "shards": []}
+    finally:
+        filesystem._accepts.cache_clear()
