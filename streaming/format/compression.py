@@ -6,7 +6,9 @@ reference's bytes:
 
 * ``zstd`` runs libzstd in multithreaded mode (``threads=-1``), which is what the reference's
   ``zstd.compress`` does on any machine with more than one core; zstd's multithreaded output does
-  not depend on the number of workers, so it is stable across machines.
+  not depend on the number of workers, so it is stable across machines. It does depend on
+  libzstd's release: the same bytes as the reference's ``zstd`` package need the same libzstd
+  (zstandard 0.24+ and zstd 1.5.7.x both bundle 1.5.7).
 * ``gz`` writes the current time into the gzip header, exactly like ``gzip.compress``: two runs
   differ in those four bytes (the reference has the same property). The header's XFL byte is
   the running Python's too: from CPython 3.13, ``gz:0`` writes 4 where 3.10-3.12 wrote 0.

@@ -124,9 +124,20 @@ def test_compress_matches_reference(pinned_gzip_time) -> None:
 
 
 def test_zstd_multithreaded_output_matches_reference() -> None:
+    import zstandard
+
     big = (np.arange(1_000_000, dtype=np.int32) % 1000).tobytes()
+    ours = ".".join(map(str, zstandard.ZSTD_VERSION))
     for algo, digest in _CODECS["zstd_big_md5"].items():
-        assert hashlib.md5(compress(algo, big)).hexdigest() == digest
+        out = compress(algo, big)
+        assert decompress(algo, out) == big, algo
+        if ours == _CODECS["zstd_library"]:
+            assert hashlib.md5(out).hexdigest() == digest, algo
+    if ours != _CODECS["zstd_library"]:
+        # Both libraries call libzstd, whose output for large inputs changes between releases:
+        # the reference with the same libzstd as this zstandard would write these bytes too.
+        pytest.skip(f"bytes compared only with libzstd {_CODECS['zstd_library']} (the "
+                    f"reference's); this zstandard bundles {ours}")
 
 
 def test_hashes_match_reference() -> None:
