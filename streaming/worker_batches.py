@@ -337,7 +337,9 @@ def _array_bytes(data: Any) -> int:
     """Bytes of the tensors at the top of a collated batch (a dict, list or tuple of them)."""
     values = data.values() if type(data) is dict else data if type(data) in (list, tuple) \
         else (data,)
-    return sum(value.nbytes for value in values if type(value) is torch.Tensor)
+    # (element_size * numel: Tensor.nbytes is torch 2.1+, and pyproject allows 2.0)
+    return sum(value.element_size() * value.numel() for value in values
+               if type(value) is torch.Tensor)
 
 
 class ChunkedBatches(IterableDataset):

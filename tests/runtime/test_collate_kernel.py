@@ -70,6 +70,11 @@ def test_stack_equals_numpy_stack(values, into) -> None:
     if _match_twin(values) == _collate.MISMATCH or values[0].dtype.byteorder == ">":
         assert got is None
         return
+    try:
+        torch.from_numpy(values[0])
+    except TypeError:  # a dtype this torch has no tensor for (uint16 before torch 2.3)
+        assert got is None  # torch's own collate decides, and raises
+        return
     want = np.stack(values)
     assert got.shape == want.shape and np.array_equal(got.numpy(), want)
     assert got.dtype == torch.from_numpy(want).dtype
