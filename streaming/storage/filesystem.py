@@ -437,8 +437,8 @@ def one_request_options(fs: AbstractFileSystem, method: str) -> dict[str, Any]:
 
     s3fs (and the S3-compatible stores it serves) splits a large object into concurrent ranged
     GETs, after a HEAD to plan them, unless told ``max_concurrency=1``; callers that already
-    chose a single request say so. Older s3fs (2023.6, llm-foundry's pin) makes one request
-    anyway and rejects the argument, so it is passed only where the method accepts it.
+    chose a single request say so. s3fs before 2026.2 (2025.9; 2023.6, llm-foundry's pin) makes
+    one request anyway and rejects the argument, so it is passed only where the method takes it.
 
     Args:
         fs (AbstractFileSystem): The filesystem.
