@@ -607,10 +607,7 @@ class StreamingDataset(Array, IterableDataset):
             IndexError: ``shard_id`` is not a shard's index (the reference's message).
         """
         self._check_pid()
-        if not -self.num_shards <= shard_id < self.num_shards:
-            raise IndexError(
-                f"index {shard_id} is out of bounds for axis 0 with size {self.num_shards}"
-            )
+        self.stream_per_shard[shard_id]  # out of range: NumPy's IndexError, as prepare_shard's
         self._cache.evict(shard_id)
         self._forget(shard_id)
 

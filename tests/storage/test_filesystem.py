@@ -255,22 +255,24 @@ def _s3fs_signatures(max_concurrency: bool) -> type:
     or those of the s3fs releases before it (llm-foundry pins 2023.6), which reject it."""
     from s3fs import S3FileSystem
 
+    # The installed methods, taken now: a test may patch S3FileSystem with these very methods.
+    cat, get = S3FileSystem._cat_file, S3FileSystem._get_file
     if max_concurrency:
         class S3(S3FileSystem):
             async def _cat_file(self, path, version_id=None, start=None, end=None,
                                 max_concurrency=None):
-                return await S3FileSystem._cat_file(self, path, version_id, start, end)
+                return await cat(self, path, version_id, start, end)
 
             async def _get_file(self, rpath, lpath, callback=None, version_id=None,
                                 chunksize=None, max_concurrency=None, **kwargs):
-                return await S3FileSystem._get_file(self, rpath, lpath, version_id=version_id)
+                return await get(self, rpath, lpath, version_id=version_id)
     else:
         class S3(S3FileSystem):
             async def _cat_file(self, path, version_id=None, start=None, end=None):
-                return await S3FileSystem._cat_file(self, path, version_id, start, end)
+                return await cat(self, path, version_id, start, end)
 
             async def _get_file(self, rpath, lpath, callback=None, version_id=None, **kwargs):
-                return await S3FileSystem._get_file(self, rpath, lpath, version_id=version_id)
+                return await get(self, rpath, lpath, version_id=version_id)
     return S3
 
 
@@ -291,12 +293,7 @@ def test_index_json_over_an_s3fs_without_max_concurrency(
 
     boto3.client("s3", endpoint_url=s3_endpoint).put_object(
         Bucket=s3_bucket[5:], Key="ds/index.json", Body=b'{"version": 2, "shards": []}')
-    original = S3FileSystem._cat_file
-
-    async def _cat_file(self, path, version_id=None, start=None, end=None):
-        return await original(self, path, version_id, start, end)
-
-    monkeypatch.setattr(S3FileSystem, "_cat_file", _cat_file)
+    monkeypatch.setattr(S3FileSystem, "_cat_file", _s3fs_signatures(False)._cat_file)
     filesystem._accepts.cache_clear()
     try:
         # s3fs before 2026.2 raised TypeError on an unexpected max_concurrency here.
