@@ -3,10 +3,13 @@
 mosaicml-streaming 0.13.0's source distribution ships its ``tests/`` but not the helpers they
 import (``tests/conftest.py``, ``tests/common``); ``standins/`` holds this project's own stand-ins
 for those (fixtures, the datasets its tests write, a ``DistributedTest`` that runs a test's ranks
-as gloo processes on 127.0.0.1), and for the one uninstalled package its tests import at module
-level (``google.cloud.storage``). Nothing of the reference is kept in this repository: the sdist
-is downloaded (``pip download``) into a cache and its tests are unpacked into a work directory
-for each run.
+as gloo processes on 127.0.0.1), and for ``google.cloud.storage``, which its tests import at
+module level. The stand-in shadows the real package when the test extras installed it (gcsfs
+brings it): gcsfs then fails to import and the tests that would reach Google through it fail at
+once, where with the real package each spends minutes in gcsfs's retries against the harness's
+loopback-only network. Nothing of the reference is kept in this repository: the sdist is
+downloaded (``pip download``) into a cache and its tests are unpacked into a work directory for
+each run.
 
     python oracles/reference_suite/run.py                # the whole suite, ~3 minutes
     python oracles/reference_suite/run.py -- tests/test_reader.py -x  # to pytest

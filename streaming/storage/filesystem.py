@@ -32,6 +32,7 @@ __all__ = [
     "SCHEMES",
     "Scheme",
     "clear_filesystem_cache",
+    "gcs_emulator",
     "gcs_hmac",
     "get_filesystem",
     "is_local",
@@ -225,6 +226,16 @@ def gcs_hmac() -> bool:
     return "GCS_KEY" in os.environ and "GCS_SECRET" in os.environ
 
 
+def gcs_emulator() -> bool:
+    """Whether ``STORAGE_EMULATOR_HOST`` points gcsfs (and Google's own clients) at a GCS
+    emulator rather than Google Cloud Storage.
+
+    Returns:
+        bool: Whether it is set to an emulator's address.
+    """
+    return os.environ.get("STORAGE_EMULATOR_HOST", "") not in ("", "default")
+
+
 def _gcs_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], str]:
     if gcs_hmac():
         # HMAC keys: the reference talks to GCS through its S3-compatible XML API.
@@ -234,6 +245,10 @@ def _gcs_options(url: urllib.parse.SplitResult) -> tuple[str, dict[str, Any], st
             key=os.environ["GCS_KEY"],
             secret=os.environ["GCS_SECRET"],
         )
+    if gcs_emulator():
+        # An emulator takes no credentials; asking google-auth for some would probe the
+        # metadata server's link-local address first (as google-cloud-storage, go anonymous).
+        return "gcs", {"token": "anon"}, _bucket_path(url)
     return "gcs", {}, _bucket_path(url)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Union
 from streaming.storage.atomic import atomic_file
 from streaming.storage.download import GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.filesystem import (
+    gcs_emulator,
     gcs_hmac,
     is_local,
     is_unity_catalog,
@@ -440,7 +441,8 @@ class GCSUploader(_BucketUploader):
 
     Raises:
         ValueError: Neither HMAC keys nor Application Default Credentials are set up (checked
-            when ``google-auth``, which gcsfs brings, is installed).
+            when ``google-auth``, which gcsfs brings, is installed; not with
+            ``STORAGE_EMULATOR_HOST`` set, as an emulator takes none).
     """
 
     def __init__(self, out: Out, keep_local: bool = False, progress_bar: bool = False,
@@ -448,7 +450,8 @@ class GCSUploader(_BucketUploader):
         if gcs_hmac():
             self.authentication = GCSAuthentication.HMAC
         else:
-            _require_default_credentials()
+            if not gcs_emulator():  # (an emulator takes no credentials)
+                _require_default_credentials()
             self.authentication = GCSAuthentication.SERVICE_ACCOUNT
         super().__init__(out, keep_local, progress_bar, retry, exist_ok)
 

@@ -1,4 +1,5 @@
-"""Storage test fixtures: a fault-injecting HTTP proxy in front of the moto S3 server.
+"""Storage test fixtures: a fault-injecting HTTP proxy in front of the moto S3 server, and GCS
+and Azure Blob Storage emulators on 127.0.0.1 (gcp-storage-emulator and Azurite).
 
 The S3 server itself (``s3_endpoint``, ``s3_bucket``) lives in ``tests/conftest.py`` so that other
 test directories can use it too.
@@ -6,13 +7,20 @@ test directories can use it too.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
+import os
 import random
+import shutil
 import socket
+import subprocess
+import sys
 import threading
+import time
 import urllib.parse
+import uuid
 from http.server import BaseHTTPRequestHandler
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from hub_standin import LoopbackServer  # this directory is on sys.path (pytest's prepend mode)
@@ -198,3 +206,157 @@ def dead_endpoint(s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("S3_ENDPOINT_URL", url)
     clear_filesystem_cache()
     return url
+
+
+# ---- GCS and Azure: emulators on 127.0.0.1, each in a process of its own --------------------
+
+# Azurite's well-known development account (public, in Microsoft's documentation).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr"
+               "/KBHBeksoGMGw==")
+
+
+def _serve(argv: list[str], port: int, name: str) -> Iterator[str]:
+    """Run a server process on 127.0.0.1:``port`` for the session; yield its URL."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"{name} exited at start: {proc.stderr.read().decode()[-2000:]}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{name} did not listen on 127.0.0.1:{port} within 60 s")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def gcs_endpoint() -> Iterator[str]:
+    """The URL of a gcp-storage-emulator (GCS's JSON API, in memory) for this test session."""
+    pytest.importorskip("gcsfs")
+    pytest.importorskip("gcp_storage_emulator")
+    port = _free_port()
+    yield from _serve([sys.executable, "-m", "gcp_storage_emulator", "start", "--host=127.0.0.1",
+                       f"--port={port}", "--in-memory"], port, "gcp-storage-emulator")
+
+
+@pytest.fixture(scope="session")
+def azurite_endpoint() -> Iterator[str]:
+    """The URL of an Azurite blob service (in memory) for this test session.
+
+    Azurite is an npm package (``npm install azurite``; ``.ci/run`` installs it): found as
+    ``azurite-blob`` on ``PATH`` or through ``AZURITE_BLOB``, else the tests that need it skip.
+    """
+    pytest.importorskip("adlfs")
+    azurite = os.environ.get("AZURITE_BLOB") or shutil.which("azurite-blob")
+    if not azurite:
+        pytest.skip("Azurite not found (npm install azurite; or set AZURITE_BLOB)")
+    port = _free_port()
+    yield from _serve([azurite, "--blobHost", "127.0.0.1", "--blobPort", str(port),
+                       "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck",
+                       "--loose", "--silent"], port, "Azurite")
+
+
+@dataclasses.dataclass
+class Cloud:
+    """A fresh bucket (or container) on one of the loopback object stores.
+
+    Attributes:
+        root (str): Its URL (``s3://...``, ``gs://...`` or ``az://...``).
+        endpoint (str): The store's ``http://127.0.0.1:PORT``.
+        point_at (Callable[[str], None]): Sends this process's clients to another endpoint
+            URL (a :class:`FaultProxy` in front of the store, say).
+    """
+
+    root: str
+    endpoint: str
+    point_at: Callable[[str], None]
+
+
+def _gcs_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    from streaming.storage.filesystem import clear_filesystem_cache
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    for name in ("GCS_KEY", "GCS_SECRET", "GOOGLE_APPLICATION_CREDENTIALS"):
+        monkeypatch.delenv(name, raising=False)
+    # Should anything still look for credentials, its metadata-server probe stays on loopback.
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    clear_filesystem_cache()
+
+
+def _azure_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    from streaming.storage.filesystem import clear_filesystem_cache
+
+    # Only adlfs's connection string: no account name or key of the reference's variables.
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint={endpoint}/{AZURITE_ACCOUNT};"))
+    for name in ("AZURE_ACCOUNT_NAME", "AZURE_ACCOUNT_ACCESS_KEY", "AZURE_STORAGE_ACCOUNT_NAME",
+                 "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    clear_filesystem_cache()
+
+
+@pytest.fixture(params=["s3", "gs", "az"])
+def cloud(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cloud:
+    """A fresh bucket on moto (S3), gcp-storage-emulator (GCS) or Azurite (Azure), with this
+    process's environment pointing there."""
+    from streaming.storage.filesystem import clear_filesystem_cache, get_filesystem
+
+    if request.param == "s3":
+        root = request.getfixturevalue("s3_bucket")
+        point_s3_at = request.getfixturevalue("point_s3_at")
+
+        def point_s3(url: str) -> None:
+            point_s3_at(url)
+            clear_filesystem_cache()
+
+        return Cloud(root, request.getfixturevalue("s3_endpoint"), point_s3)
+    name = f"test-{uuid.uuid4().hex[:16]}"
+    if request.param == "gs":
+        endpoint = request.getfixturevalue("gcs_endpoint")
+        point_at = lambda url: _gcs_environment(monkeypatch, url)  # noqa: E731
+    else:
+        endpoint = request.getfixturevalue("azurite_endpoint")
+        point_at = lambda url: _azure_environment(monkeypatch, url)  # noqa: E731
+    point_at(endpoint)
+    root = f"{request.param}://{name}"
+    get_filesystem(root).mkdir(name)
+    return Cloud(root, endpoint, point_at)
+
+
+@pytest.fixture
+def cloud_fault_proxy(cloud: Cloud) -> Iterator[Callable[..., FaultProxy]]:
+    """A factory: ``cloud_fault_proxy(script=[...], rate=..., ...)`` starts a
+    :class:`FaultProxy` in front of ``cloud``'s store and points its clients at it."""
+    proxies: list[FaultProxy] = []
+
+    def make(**kwargs: object) -> FaultProxy:
+        proxy = FaultProxy(cloud.endpoint, **kwargs)  # type: ignore[arg-type]
+        proxies.append(proxy)
+        cloud.point_at(proxy.url)
+        return proxy
+
+    yield make
+    for proxy in proxies:
+        proxy.stop()

@@ -139,6 +139,21 @@ def test_gcs_hmac_goes_through_s3(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _options("gs://bucket/ds/x")[:1] == ("gcs",)
 
 
+def test_gcs_emulator_goes_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Application Default Credentials otherwise (gcsfs looks for them; nothing here says which).
+    for unset in ("", "default"):
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", unset)
+        assert _options("gs://bucket/ds/x") == ("gcs", {}, "bucket/ds/x")
+    # An emulator takes no credentials: none are looked for (google-auth would first probe the
+    # metadata server's link-local address).
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")
+    assert _options("gs://bucket/ds/x") == ("gcs", {"token": "anon"}, "bucket/ds/x")
+    # HMAC keys still win: the reference's S3-compatible route.
+    monkeypatch.setenv("GCS_KEY", "gk")
+    monkeypatch.setenv("GCS_SECRET", "gs")
+    assert _options("gs://bucket/ds/x")[0] == "s3"
+
+
 @pytest.mark.parametrize(
     ("url", "account", "path"),
     [("az://container/a/b", None, "container/a/b"),

@@ -1,5 +1,6 @@
-"""Write a dataset to s3:// (moto on 127.0.0.1) with MDSWriter, stream it back with
-StreamingDataset, through a clean endpoint and through the fault-injecting proxy."""
+"""Write a dataset to object storage with MDSWriter, stream it back with StreamingDataset,
+through a clean endpoint and through the fault-injecting proxy: on s3:// (moto), gs://
+(gcp-storage-emulator, through gcsfs) and az:// (Azurite, through adlfs), all on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from conftest import Cloud  # this directory's conftest (pytest's prepend mode)
 
 from streaming import MDSWriter, StreamingDataset
 
@@ -35,10 +37,10 @@ def _check(dataset: StreamingDataset, samples: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("compression", [None, "zstd"])
-def test_write_to_s3_then_stream_back(s3_bucket: str, tmp_path: pathlib.Path,
-                                      compression: str | None) -> None:
+def test_write_then_stream_back(cloud: Cloud, tmp_path: pathlib.Path,
+                                compression: str | None) -> None:
     samples = _samples(300)
-    remote = f"{s3_bucket}/ds-{compression}"
+    remote = f"{cloud.root}/ds-{compression}"
     _write(remote, samples, compression=compression, max_workers=4)
     from streaming.storage.upload import list_files
 
@@ -49,36 +51,36 @@ def test_write_to_s3_then_stream_back(s3_bucket: str, tmp_path: pathlib.Path,
     _check(dataset, samples)
 
 
-def test_local_and_remote_tuple_keeps_local(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+def test_local_and_remote_tuple_keeps_local(cloud: Cloud, tmp_path: pathlib.Path) -> None:
     samples = _samples(120)
     local = tmp_path / "written"
-    _write((str(local), f"{s3_bucket}/tuple"), samples, keep_local=True)
+    _write((str(local), f"{cloud.root}/tuple"), samples, keep_local=True)
     assert (local / "index.json").exists()
-    dataset = StreamingDataset(remote=f"{s3_bucket}/tuple", local=str(tmp_path / "cache"),
+    dataset = StreamingDataset(remote=f"{cloud.root}/tuple", local=str(tmp_path / "cache"),
                                shuffle=True, shuffle_seed=3, batch_size=8)
     _check(dataset, samples)
 
 
-def test_stream_back_through_faults(s3_bucket: str, tmp_path: pathlib.Path,
-                                    fault_proxy) -> None:
+def test_stream_back_through_faults(cloud: Cloud, tmp_path: pathlib.Path,
+                                    cloud_fault_proxy) -> None:
     samples = _samples(200)
-    remote = f"{s3_bucket}/faulty"
+    remote = f"{cloud.root}/faulty"
     _write(remote, samples)
-    proxy = fault_proxy(rate=0.3, kinds=("drop", "truncate", "error503"), limit=8, seed=1)
+    proxy = cloud_fault_proxy(rate=0.3, kinds=("drop", "truncate", "error503"), limit=8, seed=1)
     dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), shuffle=False,
                                batch_size=10, download_retry=5)
     _check(dataset, samples)
     assert proxy.injected
 
 
-def test_stream_from_s3_through_loader_workers(s3_bucket: str, tmp_path: pathlib.Path) -> None:
+def test_stream_through_loader_workers(cloud: Cloud, tmp_path: pathlib.Path) -> None:
     # Workers download the shards (a fresh cache) and send their batches through their rings.
     import torch
 
     from streaming import StreamingDataLoader
 
     samples = _samples(300)
-    remote = f"{s3_bucket}/loader"
+    remote = f"{cloud.root}/loader"
     _write(remote, samples, compression="zstd")
     dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), shuffle=True,
                                batch_size=16)
@@ -94,3 +96,18 @@ def test_stream_from_s3_through_loader_workers(s3_bucket: str, tmp_path: pathlib
         assert text == want["text"]
         assert torch.equal(vec, torch.from_numpy(want["vec"]))
     assert loader.num_samples_yielded == 300
+
+
+@pytest.mark.parametrize("cloud", ["az"], indirect=True)
+def test_azure_url_forms_reach_the_same_blobs(cloud: Cloud, tmp_path: pathlib.Path) -> None:
+    # The account in the URL's host (the connection string's, here), or none at all.
+    samples = _samples(50)
+    container = cloud.root[len("az://"):]
+    _write(f"{cloud.root}/forms", samples)
+    for k, remote in enumerate([
+        f"azure://devstoreaccount1.blob.core.windows.net/{container}/forms",
+        f"abfs://{container}@devstoreaccount1.dfs.core.windows.net/forms",
+        f"azure-dl://{container}/forms",
+    ]):
+        dataset = StreamingDataset(remote=remote, local=str(tmp_path / str(k)), batch_size=5)
+        _check(dataset, samples)
