@@ -30,6 +30,7 @@ from streaming.storage.filesystem import (
     is_local,
     is_unity_catalog,
     one_request_options,
+    protocols,
     resolve,
     resolve_options,
     split_scheme,
@@ -199,6 +200,12 @@ def _is_async(fs: AbstractFileSystem) -> bool:
     return isinstance(fs, AsyncFileSystem) and getattr(fs, "async_impl", False)
 
 
+def _may_ignore_ranges(fs: AbstractFileSystem) -> bool:
+    """Whether ``fs`` may answer a ranged read with the whole object: web servers may (Python's
+    ``http.server``, many static file servers); object stores honour ranges."""
+    return bool({"http", "https"} & set(protocols(fs)))
+
+
 class _Job:
     """One download: the URL, its filesystem, and the retry/timeout policy."""
 
@@ -285,19 +292,29 @@ class _Job:
         size = info.get("size")
         if size == 0:
             return 0
-        if size is None or size <= self.chunk_size:
+        # (fsspec's HTTP info says partial=False when the server sends "Accept-Ranges: none".)
+        if size is None or size <= self.chunk_size or info.get("partial") is False:
             return await self._retrying("get", lambda: self._get_streamed(fd, tmp, size))
         os.ftruncate(fd, size)
+        ranges = self._ranges(size)
+        if _may_ignore_ranges(fs):
+            # A web server may answer a range with the whole object (a plain 200): ask for the
+            # first chunk alone, so that such an answer is the download, made once.
+            start, end = ranges.pop(0)
+            data = await self._retrying(f"bytes {start}-{end - 1}",
+                                        lambda: self._cat_checked(start, end, whole=size))
+            os.pwrite(fd, data, 0)
+            if len(data) == size:
+                return size
         gate = asyncio.Semaphore(self.max_concurrency)
 
         async def one(start: int, end: int) -> None:
             async with gate:
-                data = await self._retrying(
-                    f"bytes {start}-{end - 1}", lambda: self._cat_checked(end - start, start, end)
-                )
+                data = await self._retrying(f"bytes {start}-{end - 1}",
+                                            lambda: self._cat_checked(start, end))
                 os.pwrite(fd, data, start)
 
-        tasks = [asyncio.ensure_future(one(s, e)) for s, e in self._ranges(size)]
+        tasks = [asyncio.ensure_future(one(s, e)) for s, e in ranges]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -307,11 +324,13 @@ class _Job:
             raise
         return size
 
-    async def _cat_checked(self, expected: int, start: int, end: int) -> bytes:
+    async def _cat_checked(self, start: int, end: int, whole: int | None = None) -> bytes:
+        """Bytes ``[start, end)``, or (with ``whole``, the object's size) all of them if the
+        server sent the whole object instead."""
         data = await self.fs._cat_file(self.path, start=start, end=end)
-        if len(data) != expected:
-            raise IncompleteReadError(
-                f"{self.url}: got {len(data)} bytes, expected {expected} (range {start}-{end})")
+        if len(data) != end - start and len(data) != whole:
+            raise IncompleteReadError(f"{self.url}: got {len(data)} bytes, expected "
+                                      f"{end - start} (range {start}-{end})")
         return data
 
     # ---- s3 (and gs:// with HMAC keys): botocore, ranged GETs from a thread pool ------------

@@ -447,6 +447,19 @@ def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
     return fs
 
 
+def protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
+    """The protocols ``fs`` serves (fsspec spells one as a string, several as a tuple).
+
+    Args:
+        fs (AbstractFileSystem): The filesystem.
+
+    Returns:
+        Tuple[str, ...]: Its protocol names (``("s3", "s3a")``, ``("http", "https")``, ...).
+    """
+    protocol = getattr(fs, "protocol", ())
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
 def one_request_options(fs: AbstractFileSystem, method: str) -> dict[str, Any]:
     """Keyword arguments that make ``fs``'s ``method`` fetch a whole object in one request.
 
@@ -462,8 +475,7 @@ def one_request_options(fs: AbstractFileSystem, method: str) -> dict[str, Any]:
     Returns:
         dict[str, Any]: ``{"max_concurrency": 1}`` or ``{}``.
     """
-    protocol = getattr(fs, "protocol", ())
-    if "s3" not in ((protocol,) if isinstance(protocol, str) else tuple(protocol)):
+    if "s3" not in protocols(fs):
         return {}
     return {"max_concurrency": 1} if _accepts(type(fs), method, "max_concurrency") else {}
 

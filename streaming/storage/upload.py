@@ -28,6 +28,7 @@ from streaming.storage.filesystem import (
     is_local,
     is_unity_catalog,
     join_url,
+    protocols,
     resolve,
     split_scheme,
 )
@@ -364,7 +365,7 @@ class CloudUploader:
                 f"Either {what} `{root}` does not exist! or check the {what} permission",
                 self.remote,
             )
-            if "s3" in fs.protocol:
+            if "s3" in protocols(fs):
                 # The reference's S3 (and GCS HMAC) uploaders let HeadBucket's ClientError
                 # through: code written for it catches that, code written for ours this.
                 missing = _head_bucket_error(missing, cause)

@@ -7,10 +7,10 @@ test directories can use it too.
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -19,11 +19,12 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler
 from typing import Callable, Iterator
 
 import pytest
 from hub_standin import LoopbackServer  # this directory is on sys.path (pytest's prepend mode)
+from loopback_stores import Cloud
 
 FAULTS = ("drop", "stall", "truncate", "error503")
 
@@ -276,22 +277,6 @@ def azurite_endpoint() -> Iterator[str]:
                        "--loose", "--silent"], port, "Azurite")
 
 
-@dataclasses.dataclass
-class Cloud:
-    """A fresh bucket (or container) on one of the loopback object stores.
-
-    Attributes:
-        root (str): Its URL (``s3://...``, ``gs://...`` or ``az://...``).
-        endpoint (str): The store's ``http://127.0.0.1:PORT``.
-        point_at (Callable[[str], None]): Sends this process's clients to another endpoint
-            URL (a :class:`FaultProxy` in front of the store, say).
-    """
-
-    root: str
-    endpoint: str
-    point_at: Callable[[str], None]
-
-
 def _gcs_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
     from streaming.storage.filesystem import clear_filesystem_cache
 
@@ -360,3 +345,62 @@ def cloud_fault_proxy(cloud: Cloud) -> Iterator[Callable[..., FaultProxy]]:
     yield make
     for proxy in proxies:
         proxy.stop()
+
+
+# ---- A plain web server on 127.0.0.1 ----------------------------------------------------------
+
+
+class StaticServer(LoopbackServer):
+    """Python's ``http.server`` over ``root``: it answers ``Range`` with the whole file (a plain
+    200), as many simple web servers do; with ``ranges`` it answers them with a 206, and with
+    ``refuse_ranges`` it says ``Accept-Ranges: none``. Each GET's path and ``Range`` header are
+    recorded in ``gets``."""
+
+    def __init__(self, root: str, *, ranges: bool = False, refuse_ranges: bool = False) -> None:
+        self.gets: list[tuple[str, str | None]] = []
+        server = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(*args, directory=root, **kwargs)  # type: ignore[arg-type]
+
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                pass
+
+            def end_headers(self) -> None:
+                if refuse_ranges:
+                    self.send_header("Accept-Ranges", "none")
+                super().end_headers()
+
+            def do_GET(self) -> None:
+                wanted = self.headers.get("Range")
+                server.gets.append((self.path, wanted))
+                match = ranges and wanted and re.fullmatch(r"bytes=(\d+)-(\d+)", wanted)
+                if not match:
+                    super().do_GET()
+                    return
+                with open(self.translate_path(self.path), "rb") as f:
+                    data = f.read()
+                start, end = int(match.group(1)), min(int(match.group(2)) + 1, len(data))
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+                self.send_header("Content-Length", str(end - start))
+                self.end_headers()
+                self.wfile.write(data[start:end])
+
+        self._start(Handler)
+
+
+@pytest.fixture
+def static_server() -> Iterator[Callable[..., StaticServer]]:
+    """A factory: ``static_server(root, ranges=..., refuse_ranges=...)`` serves ``root`` over
+    HTTP on 127.0.0.1 (see :class:`StaticServer`); all are stopped at teardown."""
+    servers: list[StaticServer] = []
+
+    def make(root: str, **kwargs: bool) -> StaticServer:
+        servers.append(StaticServer(root, **kwargs))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.stop()

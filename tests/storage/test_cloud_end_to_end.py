@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from conftest import Cloud  # this directory's conftest (pytest's prepend mode)
+from loopback_stores import Cloud  # this directory is on sys.path (prepend mode)
 
 from streaming import MDSWriter, StreamingDataset
 
@@ -111,3 +111,13 @@ def test_azure_url_forms_reach_the_same_blobs(cloud: Cloud, tmp_path: pathlib.Pa
     ]):
         dataset = StreamingDataset(remote=remote, local=str(tmp_path / str(k)), batch_size=5)
         _check(dataset, samples)
+
+
+def test_http_remote_reads_back(tmp_path: pathlib.Path, static_server) -> None:
+    # A read-only remote: a dataset written locally, served by a plain web server.
+    samples = _samples(150)
+    _write(str(tmp_path / "site" / "ds"), samples, compression="zstd")
+    server = static_server(str(tmp_path / "site"))
+    dataset = StreamingDataset(remote=f"{server.url}/ds", local=str(tmp_path / "cache"),
+                               shuffle=True, batch_size=8)
+    _check(dataset, samples)

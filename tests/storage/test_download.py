@@ -9,9 +9,9 @@ import pathlib
 import pickle
 
 import pytest
-from conftest import Cloud  # this directory's conftest (pytest's prepend mode)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loopback_stores import Cloud  # this directory is on sys.path (prepend mode)
 
 from streaming.storage.download import DownloadError, download
 from streaming.storage.filesystem import resolve
@@ -179,6 +179,39 @@ def test_failed_download_leaves_no_final_file(
     assert dest.read_bytes() == b"previous"
     assert _leftovers(tmp_path) == ["doomed.bin"]
     assert proxy.injected  # the failures really came from the proxy
+
+
+# ---- http(s): web servers may answer a range with the whole file -------------------------
+
+
+@pytest.mark.parametrize("ranges", [False, True])
+def test_http_large_object(tmp_path: pathlib.Path, static_server, ranges: bool) -> None:
+    (tmp_path / "site").mkdir()
+    data = os.urandom(1_000_000 + 17)
+    (tmp_path / "site" / "big.bin").write_bytes(data)
+    server = static_server(str(tmp_path / "site"), ranges=ranges)
+    dest = tmp_path / "big.bin"
+    assert download(f"{server.url}/big.bin", str(dest), chunk_size=100_000) == len(data)
+    assert dest.read_bytes() == data
+    assert _leftovers(tmp_path) == ["big.bin", "site"]
+    wanted = [rng for path, rng in server.gets if path == "/big.bin"]
+    if ranges:  # 11 ranged GETs, the first alone, the rest in parallel
+        assert sorted(wanted) == sorted(f"bytes={s}-{min(s + 100_000, len(data)) - 1}"
+                                        for s in range(0, len(data), 100_000))
+    else:  # the answer to the first range was the whole file: nothing more was asked
+        assert wanted == ["bytes=0-99999"]
+
+
+def test_http_server_refusing_ranges_gets_one_request(tmp_path: pathlib.Path,
+                                                      static_server) -> None:
+    (tmp_path / "site").mkdir()
+    data = os.urandom(300_000)
+    (tmp_path / "site" / "big.bin").write_bytes(data)
+    server = static_server(str(tmp_path / "site"), refuse_ranges=True)
+    dest = tmp_path / "big.bin"
+    assert download(f"{server.url}/big.bin", str(dest), chunk_size=100_000) == len(data)
+    assert dest.read_bytes() == data
+    assert [rng for path, rng in server.gets if path == "/big.bin"] == [None]
 
 
 # ---- synchronous filesystems (hf, sftp, dbfs): the thread-pool path -------------------------

@@ -11,7 +11,7 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import Cloud  # this directory's conftest (pytest's prepend mode)
+from loopback_stores import Cloud  # this directory is on sys.path (prepend mode)
 
 from streaming.base.storage import upload as base_upload
 from streaming.storage.filesystem import resolve
