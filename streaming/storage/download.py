@@ -467,7 +467,8 @@ class _Job:
 
     def _cat_sync(self, expected: int | None, start: int | None = None,
                   end: int | None = None) -> bytes:
-        data = self.fs.cat_file(self.path, start=start, end=end)
+        # Resolved again: this pool thread may need a filesystem of its own (PER_THREAD).
+        data = resolve(self.url)[0].cat_file(self.path, start=start, end=end)
         if expected is not None and len(data) != expected:
             raise IncompleteReadError(f"{self.url}: got {len(data)} bytes, expected {expected}")
         return data

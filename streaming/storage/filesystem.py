@@ -8,7 +8,8 @@ and a filesystem path. Adding a backend is adding one entry.
 
 Filesystem instances are cached per (process, protocol, options). The process id is part of
 the key because the event loops that s3fs/aiohttp filesystems run on do not survive ``fork``:
-a child process builds its own instances on first use instead of touching its parent's.
+a child process builds its own instances on first use instead of touching its parent's. An SFTP
+connection serves one thread at a time, so each thread has its own (see :data:`PER_THREAD`).
 """
 
 from __future__ import annotations
@@ -356,6 +357,15 @@ _PROTOCOL_MODULES = {"s3": ("s3fs", "s3"), "gcs": ("gcsfs", "gcs"), "abfs": ("ad
 _cache: dict[tuple[int, str, str], AbstractFileSystem] = {}
 _cache_lock = threading.Lock()
 
+# Protocols whose filesystem holds one connection that cannot serve two threads at once:
+# paramiko's SFTPClient hands each reply to whichever thread reads the channel first, and the
+# thread the reply was for then waits forever (a dataset's prefetch threads, a writer's upload
+# threads). Each thread gets an instance of its own, whose connection closes when the thread
+# ends.
+PER_THREAD = frozenset({"sftp"})
+_thread = threading.local()
+_generation = 0  # bumped by clear_filesystem_cache: threads' instances from before are not used
+
 
 def _require(module: str | None, extra: str | None, url: str) -> None:
     if module is not None:
@@ -426,7 +436,39 @@ def get_filesystem(url: str) -> AbstractFileSystem:
     return resolve(url)[0]
 
 
+class _ThreadsOwn:
+    """A thread's own filesystem (see :data:`PER_THREAD`); closes its connection when the
+    thread ends (its thread-local storage, which holds this, is dropped then)."""
+
+    def __init__(self, fs: AbstractFileSystem) -> None:
+        self.fs = fs
+        self.pid = os.getpid()
+
+    def __del__(self) -> None:
+        client = getattr(self.fs, "client", None)  # (fsspec's SFTP: a paramiko SSHClient)
+        # A forked child must not close the connection it shares with its parent.
+        if client is not None and os.getpid() == self.pid:
+            client.close()
+
+
+def _thread_filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
+    owned = _thread.__dict__.setdefault("filesystems", {})
+    key = (os.getpid(), _generation, protocol, json.dumps(options, sort_keys=True, default=repr))
+    if key not in owned:
+        import fsspec
+
+        for stale in [k for k in owned if k[:2] != key[:2]]:  # a parent's, or cleared
+            if stale[0] != key[0]:
+                owned[stale].pid = -1  # not this process's connection to close
+            del owned[stale]
+        owned[key] = _ThreadsOwn(fsspec.get_filesystem_class(protocol)(
+            skip_instance_cache=True, **options))
+    return owned[key].fs
+
+
 def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
+    if protocol in PER_THREAD:
+        return _thread_filesystem(protocol, options)
     key = (os.getpid(), protocol, json.dumps(options, sort_keys=True, default=repr))
     fs = _cache.get(key)
     if fs is not None:
@@ -494,8 +536,10 @@ def _accepts(cls: type, method: str, argument: str) -> bool:
 
 def clear_filesystem_cache() -> None:
     """Forget cached filesystems and credential probes (e.g. after changing credentials)."""
+    global _generation
     with _cache_lock:
         _cache.clear()
+        _generation += 1
         _credentials_missing.clear()
     from streaming.storage.s3client import clear_s3_clients
 

@@ -404,3 +404,25 @@ def static_server() -> Iterator[Callable[..., StaticServer]]:
     yield make
     for server in servers:
         server.stop()
+
+
+# ---- SFTP: paramiko's server side on 127.0.0.1 -------------------------------------------------
+
+
+@pytest.fixture
+def sftp_server(tmp_path_factory: pytest.TempPathFactory,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """An :class:`sftp_standin.SFTPStandIn` serving a fresh directory; ``COMPOSER_SFTP_KEY_FILE``
+    names the key its user logs in with (as the reference reads it)."""
+    pytest.importorskip("paramiko")
+    from sftp_standin import SFTPStandIn
+
+    from streaming.storage.filesystem import clear_filesystem_cache
+
+    keys = tmp_path_factory.mktemp("sftp-keys")
+    server = SFTPStandIn(str(tmp_path_factory.mktemp("sftp-root")), str(keys / "id_rsa"))
+    monkeypatch.setenv("COMPOSER_SFTP_KEY_FILE", str(keys / "id_rsa"))
+    clear_filesystem_cache()
+    yield server
+    clear_filesystem_cache()
+    server.stop()

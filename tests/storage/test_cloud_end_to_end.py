@@ -1,10 +1,13 @@
 """Write a dataset to object storage with MDSWriter, stream it back with StreamingDataset,
 through a clean endpoint and through the fault-injecting proxy: on s3:// (moto), gs://
-(gcp-storage-emulator, through gcsfs) and az:// (Azurite, through adlfs), all on 127.0.0.1."""
+(gcp-storage-emulator, through gcsfs) and az:// (Azurite, through adlfs), all on 127.0.0.1; and
+over sftp:// (a paramiko SFTP server) and http:// (a plain web server)."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import time
 
 import numpy as np
 import pytest
@@ -121,3 +124,31 @@ def test_http_remote_reads_back(tmp_path: pathlib.Path, static_server) -> None:
     dataset = StreamingDataset(remote=f"{server.url}/ds", local=str(tmp_path / "cache"),
                                shuffle=True, batch_size=8)
     _check(dataset, samples)
+
+
+def test_sftp_write_then_stream_back(tmp_path: pathlib.Path, sftp_server) -> None:
+    # Several threads on one SFTP connection hang (paramiko's client hands each reply to the
+    # first thread to read the channel): the writer's upload threads, the dataset's prefetch
+    # threads and DataLoader workers must each use connections of their own.
+    import gc
+
+    from streaming import StreamingDataLoader
+
+    samples = _samples(400)
+    remote = sftp_server.url("data/ds")
+    _write(remote, samples, compression="zstd", max_workers=4)
+    assert len(os.listdir(os.path.join(sftp_server.root, "data", "ds"))) > 5
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), shuffle=True,
+                               batch_size=8)
+    _check(dataset, samples)
+    loader = StreamingDataLoader(
+        StreamingDataset(remote=remote, local=str(tmp_path / "cache2"), batch_size=16),
+        batch_size=16, num_workers=2)
+    assert sorted(i for batch in loader for i in batch["id"].tolist()) == list(range(400))
+    # The threads' connections closed with their threads: what is left is this thread's.
+    del dataset, loader
+    gc.collect()
+    deadline = time.monotonic() + 10  # (threads end, and connections close, asynchronously)
+    while sftp_server.open_connections() > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sftp_server.connections > 3 and sftp_server.open_connections() <= 1

@@ -214,6 +214,19 @@ def test_http_server_refusing_ranges_gets_one_request(tmp_path: pathlib.Path,
     assert [rng for path, rng in server.gets if path == "/big.bin"] == [None]
 
 
+def test_sftp_large_object_parallel_ranges(tmp_path: pathlib.Path, sftp_server) -> None:
+    data = os.urandom(1_000_000 + 17)
+    (pathlib.Path(sftp_server.root) / "big.bin").write_bytes(data)
+    dest = tmp_path / "big.bin"
+    assert download(sftp_server.url("big.bin"), str(dest), chunk_size=100_000,
+                    max_concurrency=4) == len(data)
+    assert dest.read_bytes() == data
+    assert _leftovers(tmp_path) == ["big.bin"]
+    with pytest.raises(FileNotFoundError, match="nothing.bin") as caught:
+        download(sftp_server.url("nothing.bin"), str(tmp_path / "x"), retry=3)
+    assert caught.value.filename == sftp_server.url("nothing.bin")
+
+
 # ---- synchronous filesystems (hf, sftp, dbfs): the thread-pool path -------------------------
 
 
