@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.storage.atomic import atomic_file, start_writeback
 from streaming.storage.filesystem import (
+    PER_THREAD,
     is_local,
     is_unity_catalog,
     one_request_options,
@@ -467,8 +468,10 @@ class _Job:
 
     def _cat_sync(self, expected: int | None, start: int | None = None,
                   end: int | None = None) -> bytes:
-        # Resolved again: this pool thread may need a filesystem of its own (PER_THREAD).
-        data = resolve(self.url)[0].cat_file(self.path, start=start, end=end)
+        fs = self.fs
+        if PER_THREAD.intersection(protocols(fs)):  # this pool thread needs its own
+            fs = resolve(self.url)[0]
+        data = fs.cat_file(self.path, start=start, end=end)
         if expected is not None and len(data) != expected:
             raise IncompleteReadError(f"{self.url}: got {len(data)} bytes, expected {expected}")
         return data

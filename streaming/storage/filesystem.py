@@ -448,7 +448,10 @@ class _ThreadsOwn:
         client = getattr(self.fs, "client", None)  # (fsspec's SFTP: a paramiko SSHClient)
         # A forked child must not close the connection it shares with its parent.
         if client is not None and os.getpid() == self.pid:
-            client.close()
+            try:
+                client.close()
+            except Exception:  # (at interpreter exit paramiko may be half torn down already)
+                pass
 
 
 def _thread_filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:

@@ -4,6 +4,7 @@ so ``from conftest import ...`` would depend on which one pytest imported first)
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Callable
 
 
@@ -21,3 +22,11 @@ class Cloud:
     root: str
     endpoint: str
     point_at: Callable[[str], None]
+
+
+def random_payload(size: int) -> bytes:
+    """``size`` random bytes for an object the tests upload to the loopback stores: never ending
+    in a carriage return, which gcp-storage-emulator drops from uploads (its multipart parsing;
+    GCS itself keeps it)."""
+    data = os.urandom(size)
+    return data[:-1] + b"\0" if data.endswith(b"\r") else data

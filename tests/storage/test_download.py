@@ -11,7 +11,7 @@ import pickle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loopback_stores import Cloud  # this directory is on sys.path (prepend mode)
+from loopback_stores import Cloud, random_payload  # this directory is on sys.path
 
 from streaming.storage.download import DownloadError, download
 from streaming.storage.filesystem import resolve
@@ -94,7 +94,7 @@ def test_empty_object(cloud: Cloud, tmp_path: pathlib.Path) -> None:
 
 
 def test_large_object_parallel_ranges(cloud: Cloud, tmp_path: pathlib.Path) -> None:
-    data = os.urandom(3 * 1024 * 1024 + 12345)
+    data = random_payload(3 * 1024 * 1024 + 12345)
     url = _put(cloud.root, "big.bin", data)
     dest = tmp_path / "big.bin"
     assert download(url, str(dest), chunk_size=256 * 1024, max_concurrency=5) == len(data)
@@ -164,7 +164,7 @@ def test_directory_is_an_error(cloud: Cloud, tmp_path: pathlib.Path) -> None:
 def test_failed_download_leaves_no_final_file(
     cloud: Cloud, tmp_path: pathlib.Path, cloud_fault_proxy
 ) -> None:
-    data = os.urandom(600_000)
+    data = random_payload(600_000)
     url = _put(cloud.root, "doomed.bin", data)
     proxy = cloud_fault_proxy(rate=1.0, kinds=("drop",), limit=1000)
     dest = tmp_path / "doomed.bin"

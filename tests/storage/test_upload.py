@@ -11,7 +11,7 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from loopback_stores import Cloud  # this directory is on sys.path (prepend mode)
+from loopback_stores import Cloud, random_payload  # this directory is on sys.path
 
 from streaming.base.storage import upload as base_upload
 from streaming.storage.filesystem import resolve
@@ -184,7 +184,7 @@ def test_concurrent_uploads_and_listing(cloud: Cloud, tmp_path: pathlib.Path) ->
     local = tmp_path / "l"
     uploader = CloudUploader.get((str(local), f"{cloud.root}/ds"), keep_local=True,
                                  progress_bar=True)
-    payloads = {f"shard.{i:05}.mds": os.urandom(1000 + i) for i in range(12)}
+    payloads = {f"shard.{i:05}.mds": random_payload(1000 + i) for i in range(12)}
     for name, data in payloads.items():
         (local / name).write_bytes(data)
     with ThreadPoolExecutor(max_workers=4) as pool:
