@@ -1,5 +1,6 @@
-"""Storage test fixtures: a fault-injecting HTTP proxy in front of the moto S3 server, and GCS
-and Azure Blob Storage emulators on 127.0.0.1 (gcp-storage-emulator and Azurite).
+"""Storage test fixtures: a fault-injecting HTTP proxy in front of the moto S3 server; GCS and
+Azure Blob Storage emulators (gcp-storage-emulator and Azurite), a plain web server and an SFTP
+server, all on 127.0.0.1.
 
 The S3 server itself (``s3_endpoint``, ``s3_bucket``) lives in ``tests/conftest.py`` so that other
 test directories can use it too.
@@ -15,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -219,8 +221,9 @@ AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K
 
 def _serve(argv: list[str], port: int, name: str) -> Iterator[str]:
     """Run a server process on 127.0.0.1:``port`` for the session; yield its URL."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    # Its output goes to a file, not a pipe: a pipe nobody reads would stall a chatty server.
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     try:
         while True:
@@ -229,7 +232,8 @@ def _serve(argv: list[str], port: int, name: str) -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None:
-                    pytest.fail(f"{name} exited at start: {proc.stderr.read().decode()[-2000:]}")
+                    log.seek(0)
+                    pytest.fail(f"{name} exited at start: {log.read().decode()[-2000:]}")
                 if time.monotonic() > deadline:
                     pytest.fail(f"{name} did not listen on 127.0.0.1:{port} within 60 s")
                 time.sleep(0.1)
@@ -241,7 +245,7 @@ def _serve(argv: list[str], port: int, name: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        proc.stderr.close()
+        log.close()
 
 
 def _free_port() -> int:
