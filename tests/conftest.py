@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 # gcsfs 2026.x (by default) first asks each bucket's type over gRPC, which the GCS emulator the
-# storage tests use does not serve: ~40 s of retries a bucket. Set before gcsfs is imported.
+# storage tests use does not serve: 25-30 s of retries a bucket. Set before gcsfs is imported.
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 ORACLES = pathlib.Path(__file__).resolve().parent.parent / "oracles" / "fixtures"

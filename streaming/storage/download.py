@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.storage.atomic import atomic_file, start_writeback
 from streaming.storage.filesystem import (
-    PER_THREAD,
+    for_this_thread,
     is_local,
     is_unity_catalog,
     one_request_options,
@@ -468,9 +468,7 @@ class _Job:
 
     def _cat_sync(self, expected: int | None, start: int | None = None,
                   end: int | None = None) -> bytes:
-        fs = self.fs
-        if PER_THREAD.intersection(protocols(fs)):  # this pool thread needs its own
-            fs = resolve(self.url)[0]
+        fs = for_this_thread(self.fs, self.url)  # (a pool thread may need its own)
         data = fs.cat_file(self.path, start=start, end=end)
         if expected is not None and len(data) != expected:
             raise IncompleteReadError(f"{self.url}: got {len(data)} bytes, expected {expected}")

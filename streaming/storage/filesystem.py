@@ -461,8 +461,6 @@ def _thread_filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSy
         import fsspec
 
         for stale in [k for k in owned if k[:2] != key[:2]]:  # a parent's, or cleared
-            if stale[0] != key[0]:
-                owned[stale].pid = -1  # not this process's connection to close
             del owned[stale]
         owned[key] = _ThreadsOwn(fsspec.get_filesystem_class(protocol)(
             skip_instance_cache=True, **options))
@@ -490,6 +488,20 @@ def _filesystem(protocol: str, options: dict[str, Any]) -> AbstractFileSystem:
                 fs.retries = 1  # one retry layer only: ours
             _cache[key] = fs
     return fs
+
+
+def for_this_thread(fs: AbstractFileSystem, url: str) -> AbstractFileSystem:
+    """``fs`` (what :func:`resolve` gave for ``url``, maybe on another thread), or this
+    thread's own instance where its protocol needs one (:data:`PER_THREAD`).
+
+    Args:
+        fs (AbstractFileSystem): The filesystem serving ``url``.
+        url (str): The URL it was resolved for.
+
+    Returns:
+        AbstractFileSystem: The filesystem this thread may use.
+    """
+    return resolve(url)[0] if PER_THREAD.intersection(protocols(fs)) else fs
 
 
 def protocols(fs: AbstractFileSystem) -> tuple[str, ...]:

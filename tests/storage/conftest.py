@@ -173,24 +173,34 @@ class FaultProxy(LoopbackServer):
         super().stop()
 
 
+def _proxies(endpoint: str,
+             point_at: Callable[[str], None]) -> Iterator[Callable[..., FaultProxy]]:
+    """Yield a factory of :class:`FaultProxy` instances in front of ``endpoint``, each pointed at
+    with ``point_at``; stop them all afterwards."""
+    proxies: list[FaultProxy] = []
+
+    def make(**kwargs: object) -> FaultProxy:
+        proxy = FaultProxy(endpoint, **kwargs)  # type: ignore[arg-type]
+        proxies.append(proxy)
+        point_at(proxy.url)
+        return proxy
+
+    yield make
+    for proxy in proxies:
+        proxy.stop()
+
+
 @pytest.fixture
 def fault_proxy(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     """A factory: ``fault_proxy(script=[...], rate=..., ...)`` starts a :class:`FaultProxy` in
     front of the moto server and points ``S3_ENDPOINT_URL`` at it. All are stopped at teardown."""
     from streaming.storage.filesystem import clear_filesystem_cache
 
-    proxies: list[FaultProxy] = []
-
-    def make(**kwargs: object) -> FaultProxy:
-        proxy = FaultProxy(s3_endpoint, **kwargs)  # type: ignore[arg-type]
-        proxies.append(proxy)
-        monkeypatch.setenv("S3_ENDPOINT_URL", proxy.url)
+    def point_at(url: str) -> None:
+        monkeypatch.setenv("S3_ENDPOINT_URL", url)
         clear_filesystem_cache()
-        return proxy
 
-    yield make
-    for proxy in proxies:
-        proxy.stop()
+    yield from _proxies(s3_endpoint, point_at)
     clear_filesystem_cache()
 
 
@@ -338,17 +348,7 @@ def cloud(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Cl
 def cloud_fault_proxy(cloud: Cloud) -> Iterator[Callable[..., FaultProxy]]:
     """A factory: ``cloud_fault_proxy(script=[...], rate=..., ...)`` starts a
     :class:`FaultProxy` in front of ``cloud``'s store and points its clients at it."""
-    proxies: list[FaultProxy] = []
-
-    def make(**kwargs: object) -> FaultProxy:
-        proxy = FaultProxy(cloud.endpoint, **kwargs)  # type: ignore[arg-type]
-        proxies.append(proxy)
-        cloud.point_at(proxy.url)
-        return proxy
-
-    yield make
-    for proxy in proxies:
-        proxy.stop()
+    yield from _proxies(cloud.endpoint, cloud.point_at)
 
 
 # ---- A plain web server on 127.0.0.1 ----------------------------------------------------------
